@@ -1,0 +1,1 @@
+"""fusedmoe: fused Mixture-of-Experts kernels for LLM inference on NVIDIA Hopper."""

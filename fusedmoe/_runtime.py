@@ -1,0 +1,34 @@
+"""Where kernels run: on a CUDA device, or under Triton's CPU interpreter.
+
+``TRITON_INTERPRET=1`` makes Triton run kernels on CPU tensors with NumPy; CI uses it.
+Without it, CPU tensors take the torch fallback of each op.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import torch
+
+
+def interpreting() -> bool:
+    """True when Triton kernels run in the CPU interpreter (``TRITON_INTERPRET=1``)."""
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def runs_triton(t: torch.Tensor) -> bool:
+    """True when Triton kernels can run on tensors living where ``t`` lives."""
+    return t.is_cuda or (interpreting() and t.device.type == "cpu")
+
+
+@functools.lru_cache(maxsize=None)
+def _sm_count(index: int) -> int:
+    return torch.cuda.get_device_properties(index).multi_processor_count
+
+
+def num_sms(device: torch.device) -> int:
+    """Multiprocessor count of ``device``; 132 (an H100/H200) for the interpreter."""
+    if device.type == "cuda":
+        return _sm_count(device.index if device.index is not None else torch.cuda.current_device())
+    return 132
