@@ -1,0 +1,90 @@
+"""Triton kernels of the element-wise stages: FP8 row-group quantisation, SwiGLU (optionally
+fused with the quantisation of its output) and the top-k combine.
+
+The @triton.jit helpers ``silu_mul`` and ``quantize_group`` are the single definition of those
+formulas: every kernel that applies them (here and in the GEMM epilogues) calls these, so
+that the fused and the separate kernels give bitwise equal results.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+FP8_MAX = 448.0
+
+
+@triton.jit
+def silu_mul(gate, up):
+    """SiLU(gate) * up in fp32."""
+    gate = gate.to(tl.float32)
+    return tl.div_rn(gate, 1.0 + tl.exp(-gate)) * up.to(tl.float32)
+
+
+@triton.jit
+def quantize_group(v, ok):
+    """Quantise the rows of v [R, G] (one 128-group per row; ``ok`` masks missing columns) to
+    e4m3 with scale = amax / 448 (1 for an all-zero group).  Returns (q [R, G], scale [R])."""
+    amax = tl.max(tl.where(ok, tl.abs(v), 0.0), axis=1)
+    scale = tl.where(amax > 0, tl.div_rn(amax, 448.0), 1.0)
+    q = tl.div_rn(v, scale[:, None])
+    q = tl.minimum(tl.maximum(q, -448.0), 448.0).to(tl.float8e4nv)
+    return q, scale
+
+
+@triton.jit
+def _quantize_rows_kernel(a_ptr, q_ptr, s_ptr, rows, cols, stride_a, stride_q, stride_s,
+                          BLOCK_R: tl.constexpr, GROUP: tl.constexpr):
+    """a [rows, cols] -> q e4m3 [rows, cols], s fp32 [rows, ceil(cols/GROUP)]; grid (row blocks, groups)."""
+    r = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    c = tl.program_id(1) * GROUP + tl.arange(0, GROUP)
+    ok = (r[:, None] < rows) & (c[None, :] < cols)
+    v = tl.load(a_ptr + r[:, None].to(tl.int64) * stride_a + c[None, :], mask=ok, other=0.0).to(tl.float32)
+    q, s = quantize_group(v, ok)
+    tl.store(q_ptr + r[:, None].to(tl.int64) * stride_q + c[None, :], q, mask=ok)
+    tl.store(s_ptr + r.to(tl.int64) * stride_s + tl.program_id(1), s, mask=r < rows)
+
+
+@triton.jit
+def _swiglu_kernel(gu_ptr, out_ptr, s_ptr, rows, inter, stride_gu, stride_o, stride_s,
+                   QUANT: tl.constexpr, BLOCK_R: tl.constexpr, GROUP: tl.constexpr):
+    """gate_up [rows, 2I] -> SiLU(gate) * up [rows, I]; with QUANT, e4m3 + per-128-group scales."""
+    r = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    c = tl.program_id(1) * GROUP + tl.arange(0, GROUP)
+    ok = (r[:, None] < rows) & (c[None, :] < inter)
+    base = gu_ptr + r[:, None].to(tl.int64) * stride_gu + c[None, :]
+    h = silu_mul(tl.load(base, mask=ok, other=0.0), tl.load(base + inter, mask=ok, other=0.0))
+    o_ptrs = out_ptr + r[:, None].to(tl.int64) * stride_o + c[None, :]
+    if QUANT:
+        q, s = quantize_group(h, ok)
+        tl.store(o_ptrs, q, mask=ok)
+        tl.store(s_ptr + r.to(tl.int64) * stride_s + tl.program_id(1), s, mask=r < rows)
+    else:
+        tl.store(o_ptrs, h.to(out_ptr.dtype.element_ty), mask=ok)
+
+
+@triton.jit
+def is_held(expert, expert_offset, num_local):
+    """True where a global expert id belongs to this rank's window (never for -1)."""
+    local = expert - expert_offset
+    return (expert >= 0) & (local >= 0) & (local < num_local)
+
+
+@triton.jit
+def _combine_kernel(y_ptr, w_ptr, ids_ptr, shared_ptr, out_ptr, hidden, expert_offset, num_local,
+                    stride_y, stride_s, stride_o,
+                    TOPK: tl.constexpr, HAS_SHARED: tl.constexpr, BLOCK_H: tl.constexpr):
+    """out[t] = sum_j w[t,j] * y[t*k+j] (+ shared[t]); routes not held are skipped.  Fixed order j = 0..k-1."""
+    t = tl.program_id(0)
+    h = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
+    h_ok = h < hidden
+    acc = tl.zeros([BLOCK_H], dtype=tl.float32)
+    for j in tl.static_range(TOPK):
+        r = t * TOPK + j
+        held = is_held(tl.load(ids_ptr + r), expert_offset, num_local)
+        w = tl.load(w_ptr + r).to(tl.float32)
+        y = tl.load(y_ptr + r.to(tl.int64) * stride_y + h, mask=h_ok & held, other=0.0).to(tl.float32)
+        acc += tl.where(held, w, 0.0) * y
+    if HAS_SHARED:
+        acc += tl.load(shared_ptr + t.to(tl.int64) * stride_s + h, mask=h_ok, other=0.0).to(tl.float32)
+    tl.store(out_ptr + t.to(tl.int64) * stride_o + h, acc.to(out_ptr.dtype.element_ty), mask=h_ok)

@@ -1,0 +1,226 @@
+"""Triton kernels of route preparation (stage 2).  The public op is ``fusedmoe.plan``.
+
+Every kernel takes the ids through two strides, so a non-contiguous ``topk_ids`` is read
+in place: route ``r`` lives at ``(r // top_k) * stride_t + (r % top_k) * stride_j``.
+A route is held here iff ``expert_lo <= id < expert_lo + num_local``; ids are compared
+as loaded (int32 or int64) before any subtraction, so an out-of-range id can never wrap
+into the window.  Every load, store and histogram is masked: no id value can cause an
+out-of-bounds access.
+
+Launches (all grids fixed by the shapes, no host sync):
+
+* ``_plan_single_kernel``       grid (1,)                          blocked, R <= 2048, E_local <= 2048
+* ``_plan_count_kernel``        grid (num_chunks,)                 blocked, parallel path, step 1
+* ``_plan_chunk_scan_kernel``   grid (cdiv(E_local, EXPERTS),)     blocked, parallel path, step 2
+* ``_plan_scatter_kernel``      grid (num_chunks,)                 blocked, parallel path, step 3
+* ``_plan_no_permute_kernel``   grid (1,)                          no-permute plans
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+# Sort keys of the one-program path are ``bin * SINGLE_KEY_SHIFT_SIZE + r``: r < 2048 fits
+# in 12 bits and bin <= 2048, so keys stay below 2**24.
+SINGLE_MAX_ROUTES = 2048
+SINGLE_MAX_EXPERTS = 2048
+_SINGLE_KEY_BITS = 12
+
+
+@triton.jit
+def _load_ids(ids_ptr, r, live, top_k, stride_t, stride_j, expert_lo, num_local):
+    """Load routes ``r`` (masked by ``live``); return (held, local id as int32, 0 where not held)."""
+    ids = tl.load(ids_ptr + (r // top_k) * stride_t + (r % top_k) * stride_j, mask=live, other=-1)
+    held = live & (ids >= expert_lo) & (ids < expert_lo + num_local)
+    local = tl.where(held, ids - expert_lo, 0).to(tl.int32)
+    return held, local
+
+
+@triton.jit
+def _fill_minus_one(ptr, lo, hi, FILL: tl.constexpr):
+    """ptr[lo:hi] = -1."""
+    offs = tl.arange(0, FILL)
+    for s in range(lo, hi, FILL):
+        tl.store(ptr + s + offs, -1, mask=s + offs < hi)
+
+
+@triton.jit
+def _plan_single_kernel(
+    ids_ptr, stride_t, stride_j, top_k, num_routes, expert_lo, num_local,
+    sorted_ptr, num_padded_cap, block_expert_ptr, num_blocks_cap,
+    num_blocks_ptr, counts_ptr, off_ptr,
+    BLOCK_M: tl.constexpr, R_PAD: tl.constexpr, E_BINS: tl.constexpr, FILL: tl.constexpr,
+):
+    """Whole blocked plan in one program (R <= 2048, E_local <= 2048).
+
+    counts = histogram(local ids); padded = roundup(counts, BLOCK_M);
+    off[e] = excl_cumsum(padded)[e] - excl_cumsum(counts)[e]   (scratch, [E_local]);
+    stable sort of key = bin * 4096 + r (bin = E_local for routes not held);
+    sorted position i of expert e goes to off[e] + i.
+    """
+    _fill_minus_one(sorted_ptr, 0, num_padded_cap, FILL)
+    _fill_minus_one(block_expert_ptr, 0, num_blocks_cap, FILL)
+
+    r = tl.arange(0, R_PAD)
+    held, local = _load_ids(ids_ptr, r, r < num_routes, top_k, stride_t, stride_j, expert_lo, num_local)
+    counts = tl.histogram(local, E_BINS, mask=held)
+    padded = (counts + (BLOCK_M - 1)) // BLOCK_M * BLOCK_M
+    off = (tl.cumsum(padded, 0) - padded) - (tl.cumsum(counts, 0) - counts)
+    e = tl.arange(0, E_BINS)
+    tl.store(counts_ptr + e, counts, mask=e < num_local)
+    tl.store(off_ptr + e, off, mask=e < num_local)
+    tl.store(num_blocks_ptr, tl.sum(padded, 0) // BLOCK_M)
+
+    keys = (tl.where(held, local, num_local) << _SINGLE_KEY_BITS) + r
+    skeys = tl.sort(keys)
+    s_e = skeys >> _SINGLE_KEY_BITS
+    s_r = skeys & ((1 << _SINGLE_KEY_BITS) - 1)
+    s_held = s_e < num_local
+    # The -1 fill and the off[] stores above must be visible to every thread before the
+    # scatter and the gather below.
+    tl.debug_barrier()
+    dest = tl.load(off_ptr + s_e, mask=s_held, other=0) + r
+    tl.store(sorted_ptr + dest, s_r, mask=s_held)
+    tl.store(block_expert_ptr + dest // BLOCK_M, s_e, mask=s_held)
+
+
+@triton.jit
+def _plan_count_kernel(
+    ids_ptr, stride_t, stride_j, top_k, num_routes, expert_lo, num_local,
+    sorted_ptr, num_padded_cap, sorted_fill_per_prog,
+    block_expert_ptr, num_blocks_cap, blocks_fill_per_prog,
+    chunk_counts_ptr, chunk_excl_ptr,
+    CHUNK: tl.constexpr, E_TILE: tl.constexpr, FILL: tl.constexpr,
+):
+    """Parallel path, step 1, program c = chunk of routes [c*CHUNK, (c+1)*CHUNK).
+
+    Fills its share of sorted_routes / block_expert with -1, then writes, for every local
+    expert e: chunk_counts[c, e] = routes of e in the chunk and chunk_excl[c, e] = routes
+    of the chunk with an expert < e (in-chunk exclusive cumsum).
+    """
+    c = tl.program_id(0)
+    lo = c * sorted_fill_per_prog
+    _fill_minus_one(sorted_ptr, lo, tl.minimum(lo + sorted_fill_per_prog, num_padded_cap), FILL)
+    lo = c * blocks_fill_per_prog
+    _fill_minus_one(block_expert_ptr, lo, tl.minimum(lo + blocks_fill_per_prog, num_blocks_cap), FILL)
+
+    r = c * CHUNK + tl.arange(0, CHUNK)
+    held, local = _load_ids(ids_ptr, r, r < num_routes, top_k, stride_t, stride_j, expert_lo, num_local)
+    carry = 0
+    for e0 in range(0, num_local, E_TILE):
+        in_tile = held & (local >= e0) & (local < e0 + E_TILE)
+        h = tl.histogram(tl.where(in_tile, local - e0, 0), E_TILE, mask=in_tile)
+        e = e0 + tl.arange(0, E_TILE)
+        row = c * num_local + e
+        tl.store(chunk_counts_ptr + row, h, mask=e < num_local)
+        tl.store(chunk_excl_ptr + row, tl.cumsum(h, 0) - h + carry, mask=e < num_local)
+        carry += tl.sum(h, 0)
+
+
+@triton.jit
+def _plan_chunk_scan_kernel(
+    chunk_counts_ptr, chunk_off_ptr, totals_ptr, num_chunks, num_local,
+    CHUNKS: tl.constexpr, EXPERTS: tl.constexpr,
+):
+    """Parallel path, step 2, program p = experts [p*EXPERTS, (p+1)*EXPERTS).
+
+    Scans chunk_counts down the chunks: prior[c, e] = sum_{c' < c} chunk_counts[c', e].
+    Overwrites chunk_off (holding chunk_excl on entry) with prior - chunk_excl, and
+    writes totals[e] = routes of expert e.
+    """
+    e = tl.program_id(0) * EXPERTS + tl.arange(0, EXPERTS)
+    e_ok = e < num_local
+    carry = tl.zeros([EXPERTS], dtype=tl.int32)
+    for c0 in range(0, num_chunks, CHUNKS):
+        c = c0 + tl.arange(0, CHUNKS)
+        idx = c[:, None] * num_local + e[None, :]
+        m = (c[:, None] < num_chunks) & e_ok[None, :]
+        cnt = tl.load(chunk_counts_ptr + idx, mask=m, other=0)
+        excl = tl.load(chunk_off_ptr + idx, mask=m, other=0)
+        prior = tl.cumsum(cnt, 0) - cnt + carry[None, :]
+        tl.store(chunk_off_ptr + idx, prior - excl, mask=m)
+        carry += tl.sum(cnt, 0)
+    tl.store(totals_ptr + e, carry, mask=e_ok)
+
+
+@triton.jit
+def _plan_scatter_kernel(
+    ids_ptr, stride_t, stride_j, top_k, num_routes, expert_lo, num_local,
+    totals_ptr, chunk_off_ptr, pstart_ptr,
+    sorted_ptr, block_expert_ptr, num_blocks_ptr, counts_ptr,
+    BLOCK_M: tl.constexpr, CHUNK: tl.constexpr, E_TILE: tl.constexpr,
+):
+    """Parallel path, step 3, program c = chunk c.
+
+    pstart = excl_cumsum(roundup(totals, BLOCK_M)), computed by every program and stored
+    to the same scratch (identical values: the concurrent stores are benign); program 0
+    also writes expert_counts and num_blocks.  Then a stable in-chunk sort by
+    (expert, route) and the scatter: sorted position i of expert e goes to
+    pstart[e] + chunk_off[c, e] + i.
+    """
+    c = tl.program_id(0)
+    first = c == 0
+    carry = 0
+    for e0 in range(0, num_local, E_TILE):
+        e = e0 + tl.arange(0, E_TILE)
+        e_ok = e < num_local
+        t = tl.load(totals_ptr + e, mask=e_ok, other=0)
+        padded = (t + (BLOCK_M - 1)) // BLOCK_M * BLOCK_M
+        tl.store(pstart_ptr + e, tl.cumsum(padded, 0) - padded + carry, mask=e_ok)
+        tl.store(counts_ptr + e, t, mask=e_ok & first)
+        carry += tl.sum(padded, 0)
+    tl.store(num_blocks_ptr, carry // BLOCK_M, mask=first)
+
+    i = tl.arange(0, CHUNK)
+    r = c * CHUNK + i
+    held, local = _load_ids(ids_ptr, r, r < num_routes, top_k, stride_t, stride_j, expert_lo, num_local)
+    skeys = tl.sort(tl.where(held, local, num_local) * CHUNK + i)
+    s_e = skeys // CHUNK
+    s_i = skeys % CHUNK
+    s_held = s_e < num_local
+    # pstart[] stores above must be visible to every thread of this program.
+    tl.debug_barrier()
+    base = tl.load(pstart_ptr + s_e, mask=s_held, other=0)
+    base += tl.load(chunk_off_ptr + c * num_local + s_e, mask=s_held, other=0)
+    dest = base + i
+    tl.store(sorted_ptr + dest, c * CHUNK + s_i, mask=s_held)
+    tl.store(block_expert_ptr + dest // BLOCK_M, s_e, mask=s_held)
+
+
+@triton.jit
+def _plan_no_permute_kernel(
+    ids_ptr, stride_t, stride_j, top_k, num_routes, expert_lo, num_local,
+    sorted_ptr, block_expert_ptr, num_blocks_ptr, counts_ptr,
+    BLOCK_M: tl.constexpr, BLOCK_R: tl.constexpr, E_TILE: tl.constexpr, FILL: tl.constexpr,
+):
+    """No-permute plan in one program: block b = route b.
+
+    sorted_routes[p] = p // BLOCK_M if p % BLOCK_M == 0 else -1   (p < R * BLOCK_M)
+    block_expert[b] = local id of route b, or -1 if not held      (b < R)
+    expert_counts = histogram of held local ids; num_blocks = R.
+    """
+    offs = tl.arange(0, FILL)
+    for s in range(0, num_routes * BLOCK_M, FILL):
+        p = s + offs
+        tl.store(sorted_ptr + p, tl.where(p % BLOCK_M == 0, p // BLOCK_M, -1), mask=p < num_routes * BLOCK_M)
+    rr = tl.arange(0, BLOCK_R)
+    for r0 in range(0, num_routes, BLOCK_R):
+        r = r0 + rr
+        held, local = _load_ids(ids_ptr, r, r < num_routes, top_k, stride_t, stride_j, expert_lo, num_local)
+        tl.store(block_expert_ptr + r, tl.where(held, local, -1), mask=r < num_routes)
+    for e0 in range(0, num_local, E_TILE):
+        acc = tl.zeros([E_TILE], dtype=tl.int32)
+        for r0 in range(0, num_routes, BLOCK_R):
+            r = r0 + rr
+            held, local = _load_ids(ids_ptr, r, r < num_routes, top_k, stride_t, stride_j, expert_lo, num_local)
+            in_tile = held & (local >= e0) & (local < e0 + E_TILE)
+            acc += tl.histogram(tl.where(in_tile, local - e0, 0), E_TILE, mask=in_tile)
+        e = e0 + tl.arange(0, E_TILE)
+        tl.store(counts_ptr + e, acc, mask=e < num_local)
+    tl.store(num_blocks_ptr, num_routes)
+
+
+def next_pow2(n: int) -> int:
+    """Smallest power of two >= max(n, 1)."""
+    return triton.next_power_of_2(max(int(n), 1))

@@ -1,0 +1,127 @@
+"""fused_moe(): validate, choose a path, run it.
+
+    out[t] = shared[t] + sum_j topk_weights[t,j] * Down_e(SiLU(Gate_e x[t]) * Up_e x[t]),  e = topk_ids[t,j]
+
+Paths (each computes the same function; ``path=`` forces one):
+    "route_direct"  decode: no plan, a GEMV per route, down + combine per token (2 launches).
+    "grouped"       routes sorted into expert blocks, tensor-core GEMMs over the plan.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from . import policy
+from ._runtime import num_sms, runs_triton
+from ._validate import FLOAT_ACTIVATION_DTYPES, ID_DTYPES, check_choice, check_int, check_tensor
+from .paths import grouped, route_direct
+from .reference import moe_reference
+from .weights import ExpertWeights
+
+PATHS = ("route_direct", "grouped")
+_QUANTIZES = {"route_direct": route_direct.QUANTIZES_ACTIVATIONS, "grouped": grouped.QUANTIZES_ACTIVATIONS}
+_PLAIN = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def path_quantizes_activations(path: str, fmt: str) -> bool:
+    """Whether ``path`` quantises x and the SwiGLU output to FP8 for weights of format ``fmt``
+    (pass it to :func:`fusedmoe.reference.moe_reference` as ``quantize_activations``)."""
+    check_choice("path", path, PATHS)
+    return _QUANTIZES[path][fmt]
+
+
+def choose_path(m: int, top_k: int, weights: ExpertWeights, device: torch.device | None = None) -> str:
+    """The path "auto" runs for M tokens with top_k routes each on ``weights``."""
+    dev = device if device is not None else weights.device
+    return policy.choose_path(m, top_k, weights.num_experts, weights.hidden_size, weights.intermediate_size,
+                              weights.format, num_sms(dev))
+
+
+def _check_inputs(x, weights, topk_weights, topk_ids, expert_offset, num_local_experts, num_experts,
+                  shared_output, out, path):
+    if not isinstance(weights, ExpertWeights):
+        raise TypeError(f"weights: expected an ExpertWeights, got {type(weights).__name__}")
+    dev = weights.device
+    e_local, hidden = weights.num_experts, weights.hidden_size
+    x_dtypes = (_PLAIN[weights.format],) if weights.format in _PLAIN else FLOAT_ACTIVATION_DTYPES
+    check_tensor("x", x, dtypes=x_dtypes, ndim=2, device=dev)
+    m = x.shape[0]
+    check_tensor("x", x, shape=(m, hidden))
+    if x.stride(1) != 1:
+        raise ValueError(f"x: expected rows with unit column stride, got strides {x.stride()}")
+    check_tensor("topk_ids", topk_ids, dtypes=ID_DTYPES, ndim=2, device=dev)
+    k = topk_ids.shape[1]
+    check_tensor("topk_ids", topk_ids, shape=(m, k))
+    if k < 1:
+        raise ValueError(f"topk_ids: expected at least one route per token, got shape {list(topk_ids.shape)}")
+    check_tensor("topk_weights", topk_weights, dtypes=(torch.float32, torch.bfloat16, torch.float16),
+                 shape=(m, k), device=dev)
+    check_int("expert_offset", expert_offset, lo=0)
+    if num_local_experts is not None and check_int("num_local_experts", num_local_experts) != e_local:
+        raise ValueError(f"num_local_experts: expected {e_local} (the experts held in weights), got {num_local_experts}")
+    n_global = expert_offset + e_local if num_experts is None else check_int("num_experts", num_experts, lo=1)
+    if expert_offset + e_local > n_global:
+        raise ValueError(f"expert_offset: the local window [{expert_offset}, {expert_offset + e_local}) must lie "
+                         f"inside [0, num_experts={n_global})")
+    if shared_output is not None:
+        check_tensor("shared_output", shared_output, dtypes=(torch.float32, torch.bfloat16, torch.float16),
+                     shape=(m, hidden), device=dev)
+        if shared_output.stride(1) != 1:
+            raise ValueError(f"shared_output: expected unit column stride, got strides {shared_output.stride()}")
+    if out is not None:
+        check_tensor("out", out, dtypes=(x.dtype,), shape=(m, hidden), device=dev)
+        if out.stride(1) != 1:
+            raise ValueError(f"out: expected unit column stride, got strides {out.stride()}")
+    check_choice("path", path, ("auto",) + PATHS)
+    return n_global
+
+
+def _capturing(t: torch.Tensor) -> bool:
+    return t.is_cuda and torch.cuda.is_current_stream_capturing()
+
+
+def fused_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Tensor, topk_ids: torch.Tensor, *,
+              expert_offset: int = 0, num_local_experts: int | None = None, num_experts: int | None = None,
+              shared_output: torch.Tensor | None = None, out: torch.Tensor | None = None, path: str = "auto",
+              config: policy.GroupedConfig | policy.RouteDirectConfig | None = None,
+              check_ids: bool = True) -> torch.Tensor:
+    """One MoE layer: x [M, H] -> out [M, H] (``out`` written in place and returned when given).
+
+    weights hold this rank's experts: global ids [expert_offset, expert_offset + E_local) are
+    computed, every other id (and -1) contributes nothing.  ``num_experts`` is the global
+    count (default expert_offset + E_local); ids must lie in [-1, num_experts).  ``check_ids``
+    verifies that range with one host synchronisation; it is skipped during CUDA-graph capture
+    (the kernels mask ids outside the window, so a bad id is never an illegal access).
+    ``config`` overrides the policy's tiles for the chosen path (for tuning and benchmarks).
+    """
+    n_global = _check_inputs(x, weights, topk_weights, topk_ids, expert_offset, num_local_experts, num_experts,
+                             shared_output, out, path)
+    m, k = topk_ids.shape
+    if check_ids and m and not _capturing(topk_ids):
+        bad = (topk_ids < -1) | (topk_ids >= n_global)
+        if bool(bad.any()):
+            raise ValueError(f"topk_ids: expected ids in [-1, {n_global}), got values "
+                             f"{topk_ids[bad].unique()[:8].tolist()}")
+    if out is None:
+        out = torch.empty_like(x, memory_format=torch.contiguous_format)
+    if m == 0:
+        return out
+    chosen = choose_path(m, k, weights, x.device) if path == "auto" else path
+    if not runs_triton(x):
+        ref = moe_reference(x, weights, topk_weights, topk_ids, expert_offset=expert_offset,
+                            shared_output=shared_output,
+                            quantize_activations=path_quantizes_activations(chosen, weights.format))
+        return out.copy_(ref)
+    topk_ids = topk_ids.to(torch.int32).contiguous()
+    topk_weights = topk_weights.to(torch.float32).contiguous()
+    shape = (m, k, weights.num_experts, weights.hidden_size, weights.intermediate_size, weights.format)
+    if chosen == "route_direct":
+        cfg = config or policy.route_direct_config(*shape, num_sms(x.device))
+        if not isinstance(cfg, policy.RouteDirectConfig):
+            raise TypeError(f"config: path 'route_direct' takes a RouteDirectConfig, got {type(cfg).__name__}")
+        return route_direct.route_direct_moe(x, weights, topk_weights, topk_ids, out, shared_output,
+                                             expert_offset, cfg)
+    cfg = config or policy.grouped_config(*shape)
+    if not isinstance(cfg, policy.GroupedConfig):
+        raise TypeError(f"config: path 'grouped' takes a GroupedConfig, got {type(cfg).__name__}")
+    return grouped.grouped_moe(x, weights, topk_weights, topk_ids, out, shared_output, expert_offset, n_global, cfg)

@@ -1,0 +1,93 @@
+"""Element-wise stages: FP8 activation quantisation, SwiGLU (+ fused FP8 requantisation), combine.
+
+Each op runs its Triton kernel on CUDA tensors (or under the interpreter) and the torch
+reference elsewhere.  Shapes:
+    quantize_rows(a [T, K])            -> (e4m3 [T, K], fp32 scales [T, ceil(K/128)])
+    swiglu(gate_up [R, 2I])            -> [R, I]
+    swiglu_quant(gate_up [R, 2I])      -> (e4m3 [R, I], fp32 scales [R, ceil(I/128)])
+    combine(y [M*k, H], w [M, k], ids) -> [M, H]
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+
+from . import quant
+from . import reference as ref
+from ._epilogue_kernels import _combine_kernel, _quantize_rows_kernel, _swiglu_kernel
+from ._runtime import runs_triton
+
+_BLOCK_R = 4
+
+
+def _check_2d(name: str, t: torch.Tensor) -> None:
+    if t.dim() != 2 or t.stride(1) != 1:
+        raise ValueError(f"{name}: expected a 2-D tensor with unit column stride, got shape {list(t.shape)} "
+                         f"strides {t.stride()}")
+
+
+def quantize_rows(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-row, per-128-column dynamic e4m3 quantisation (see :mod:`fusedmoe.quant`)."""
+    _check_2d("a", a)
+    if not runs_triton(a):
+        return quant.quantize_rows_grouped(a)
+    rows, cols = a.shape
+    groups = triton.cdiv(cols, quant.GROUP)
+    q = torch.empty(rows, cols, dtype=quant.FP8_DTYPE, device=a.device)
+    s = torch.empty(rows, groups, dtype=torch.float32, device=a.device)
+    if rows and cols:
+        _quantize_rows_kernel[(triton.cdiv(rows, _BLOCK_R), groups)](
+            a, q, s, rows, cols, a.stride(0), q.stride(0), s.stride(0), BLOCK_R=_BLOCK_R, GROUP=quant.GROUP)
+    return q, s
+
+
+def _swiglu_launch(gate_up: torch.Tensor, out: torch.Tensor, scales: torch.Tensor | None) -> None:
+    rows, inter = gate_up.shape[0], gate_up.shape[1] // 2
+    if rows and inter:
+        _swiglu_kernel[(triton.cdiv(rows, _BLOCK_R), triton.cdiv(inter, quant.GROUP))](
+            gate_up, out, scales if scales is not None else out, rows, inter, gate_up.stride(0), out.stride(0),
+            scales.stride(0) if scales is not None else 0,
+            QUANT=scales is not None, BLOCK_R=_BLOCK_R, GROUP=quant.GROUP)
+
+
+def swiglu(gate_up: torch.Tensor, out_dtype: torch.dtype | None = None) -> torch.Tensor:
+    """SiLU(gate) * up for gate_up [R, 2I] -> [R, I] in ``out_dtype`` (default: input dtype)."""
+    _check_2d("gate_up", gate_up)
+    if gate_up.shape[1] % 2:
+        raise ValueError(f"gate_up: expected an even number of columns [R, 2I], got {list(gate_up.shape)}")
+    out_dtype = out_dtype or gate_up.dtype
+    if not runs_triton(gate_up):
+        return ref.swiglu(gate_up.to(torch.float32)).to(out_dtype)
+    out = torch.empty(gate_up.shape[0], gate_up.shape[1] // 2, dtype=out_dtype, device=gate_up.device)
+    _swiglu_launch(gate_up, out, None)
+    return out
+
+
+def swiglu_quant(gate_up: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """SwiGLU fused with per-row per-128-group e4m3 quantisation of its output (one pass);
+    equal to ``quantize_rows(swiglu(gate_up, float32))``."""
+    _check_2d("gate_up", gate_up)
+    if gate_up.shape[1] % 2:
+        raise ValueError(f"gate_up: expected an even number of columns [R, 2I], got {list(gate_up.shape)}")
+    if not runs_triton(gate_up):
+        return quant.quantize_rows_grouped(ref.swiglu(gate_up.to(torch.float32)))
+    rows, inter = gate_up.shape[0], gate_up.shape[1] // 2
+    q = torch.empty(rows, inter, dtype=quant.FP8_DTYPE, device=gate_up.device)
+    s = torch.empty(rows, triton.cdiv(inter, quant.GROUP), dtype=torch.float32, device=gate_up.device)
+    _swiglu_launch(gate_up, q, s)
+    return q, s
+
+
+def combine_launch(y: torch.Tensor, topk_weights: torch.Tensor, topk_ids: torch.Tensor, out: torch.Tensor,
+                   shared_output: torch.Tensor | None, expert_offset: int, num_local: int) -> None:
+    """Launch the combine kernel: out[t] = sum_j w[t,j] * y[t*k+j] (+ shared[t]) over held routes."""
+    m, k = topk_ids.shape
+    hidden = out.shape[1]
+    if m == 0:
+        return
+    block_h = min(1024, triton.next_power_of_2(hidden))
+    _combine_kernel[(m, triton.cdiv(hidden, block_h))](
+        y, topk_weights, topk_ids, shared_output if shared_output is not None else out, out, hidden,
+        expert_offset, num_local, y.stride(0), shared_output.stride(0) if shared_output is not None else 0,
+        out.stride(0), TOPK=k, HAS_SHARED=shared_output is not None, BLOCK_H=block_h)

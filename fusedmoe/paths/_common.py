@@ -1,0 +1,17 @@
+"""Helpers shared by the paths' launchers."""
+
+from __future__ import annotations
+
+import torch
+
+from ..weights import ExpertWeights
+
+
+def scale_args(weights: ExpertWeights, scale: torch.Tensor | None, dummy: torch.Tensor):
+    """Kernel arguments for one weight matrix's scales: (pointer, stride over experts,
+    stride over 128-row blocks, W_SCALE mode: 0 none, 1 per expert, 2 per 128x128 block)."""
+    if weights.format == "fp8_block":
+        return scale, scale.stride(0), scale.stride(1), 2
+    if weights.format == "fp8_tensor":
+        return scale, 1, 0, 1
+    return dummy, 0, 0, 0

@@ -1,0 +1,125 @@
+"""Triton kernels of the grouped (sorted-block) path.
+
+Both GEMMs run one program per (live block of BLOCK_M routes of one expert, tile of N); rows
+are read through the plan (``sorted_routes``), never gathered into a copy.  Programs past
+``num_blocks`` (the grid is sized by an upper bound) exit at once.
+
+Scales (W_SCALE): 0 none, 1 one fp32 per expert (applied once at the end), 2 one fp32 per
+128x128 weight block (applied per K step).  A_SCALED: the A operand is e4m3 with one fp32
+scale per row per 128 columns.  Any scaled mode needs BLOCK_K dividing 128.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from .._epilogue_kernels import quantize_group, silu_mul
+
+
+@triton.jit
+def expert_tile(a_ptr, a_rows, a_ok, stride_a, as_ptr, stride_as,
+                w_ptr, w_rows, w_ok, stride_wn, ws_ptr, s_rows, stride_wsn, K,
+                A_SCALED: tl.constexpr, W_SCALE: tl.constexpr,
+                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """acc[m, n] = sum_k A[a_rows[m], k] * W[w_rows[n], k] (scaled), fp32 [BLOCK_M, BLOCK_N].
+
+    ``w_ptr``/``ws_ptr`` already point at the expert; ``s_rows`` is the scale-block row of
+    each column (W_SCALE == 2)."""
+    offs_k = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + a_rows[:, None] * stride_a + offs_k[None, :]
+    w_ptrs = w_ptr + w_rows[None, :].to(tl.int64) * stride_wn + offs_k[:, None]
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        k_ok = offs_k < K - k0
+        a = tl.load(a_ptrs, mask=a_ok[:, None] & k_ok[None, :], other=0.0)
+        w = tl.load(w_ptrs, mask=k_ok[:, None] & w_ok[None, :], other=0.0)
+        if A_SCALED or W_SCALE == 2:
+            part = tl.dot(a, w)
+            if A_SCALED:
+                part = part * tl.load(as_ptr + a_rows * stride_as + k0 // 128, mask=a_ok, other=0.0)[:, None]
+            if W_SCALE == 2:
+                part = part * tl.load(ws_ptr + s_rows * stride_wsn + k0 // 128, mask=w_ok, other=0.0)[None, :]
+            acc += part
+        else:
+            acc = tl.dot(a, w, acc)
+        a_ptrs += BLOCK_K
+        w_ptrs += BLOCK_K
+    return acc
+
+
+@triton.jit
+def _block_rows(routes_ptr, block_expert_ptr, num_blocks_ptr, b, BLOCK_M: tl.constexpr):
+    """(expert, routes [BLOCK_M], valid [BLOCK_M]) of block b; expert -1 when the block is dead."""
+    live = b < tl.load(num_blocks_ptr)
+    e = tl.load(block_expert_ptr + b, mask=live, other=-1)
+    r = tl.load(routes_ptr + b * BLOCK_M + tl.arange(0, BLOCK_M), mask=live & (e >= 0), other=-1)
+    return e, r, r >= 0
+
+
+@triton.jit
+def grouped_gate_up_kernel(
+        x_ptr, xs_ptr, w_ptr, ws_ptr, routes_ptr, block_expert_ptr, num_blocks_ptr, act_ptr, acts_ptr,
+        H, I, TOPK, stride_x, stride_xs, stride_we, stride_wn, stride_wse, stride_wsn, stride_act, stride_acts,
+        A_SCALED: tl.constexpr, W_SCALE: tl.constexpr, QUANT_OUT: tl.constexpr,
+        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """act[r, n] = SiLU(x[tok(r)] . W13[e, n]) * (x[tok(r)] . W13[e, I + n]) for the routes r of one
+    block and n in one BLOCK_N tile of I; with QUANT_OUT (BLOCK_N == 128) act is e4m3 with the
+    tile's per-row scale in acts[r, tile]."""
+    pid = tl.program_id(0)
+    num_n = tl.cdiv(I, BLOCK_N)
+    b = pid // num_n
+    nt = pid % num_n
+    e, r, valid = _block_rows(routes_ptr, block_expert_ptr, num_blocks_ptr, b, BLOCK_M)
+    if e < 0:
+        return
+    rows = tl.where(valid, r // TOPK, 0).to(tl.int64)
+    j = tl.arange(0, 2 * BLOCK_N)
+    half = j // BLOCK_N
+    n = nt * BLOCK_N + j % BLOCK_N
+    n_ok = n < I
+    acc = expert_tile(x_ptr, rows, valid, stride_x, xs_ptr, stride_xs,
+                      w_ptr + e.to(tl.int64) * stride_we, half * I + n, n_ok, stride_wn,
+                      ws_ptr + e * stride_wse, half * tl.cdiv(I, 128) + n // 128, stride_wsn, H,
+                      A_SCALED, W_SCALE, BLOCK_M, 2 * BLOCK_N, BLOCK_K)
+    if W_SCALE == 1:
+        acc = acc * tl.load(ws_ptr + e)
+    gate, up = tl.split(tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N)), (0, 2, 1)))
+    h = silu_mul(gate, up)
+    cols = nt * BLOCK_N + tl.arange(0, BLOCK_N)
+    ok = valid[:, None] & (cols < I)[None, :]
+    r64 = tl.where(valid, r, 0).to(tl.int64)
+    o_ptrs = act_ptr + r64[:, None] * stride_act + cols[None, :]
+    if QUANT_OUT:
+        q, s = quantize_group(h, ok)
+        tl.store(o_ptrs, q, mask=ok)
+        tl.store(acts_ptr + r64 * stride_acts + nt, s, mask=valid)
+    else:
+        tl.store(o_ptrs, h.to(act_ptr.dtype.element_ty), mask=ok)
+
+
+@triton.jit
+def grouped_down_kernel(
+        act_ptr, acts_ptr, w_ptr, ws_ptr, routes_ptr, block_expert_ptr, num_blocks_ptr, y_ptr,
+        H, I, stride_act, stride_acts, stride_we, stride_wn, stride_wse, stride_wsn, stride_y,
+        A_SCALED: tl.constexpr, W_SCALE: tl.constexpr,
+        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """y[r, n] = act[r] . W2[e, n] for the routes r of one block and n in one BLOCK_N tile of H."""
+    pid = tl.program_id(0)
+    num_n = tl.cdiv(H, BLOCK_N)
+    b = pid // num_n
+    nt = pid % num_n
+    e, r, valid = _block_rows(routes_ptr, block_expert_ptr, num_blocks_ptr, b, BLOCK_M)
+    if e < 0:
+        return
+    r64 = tl.where(valid, r, 0).to(tl.int64)
+    n = nt * BLOCK_N + tl.arange(0, BLOCK_N)
+    n_ok = n < H
+    acc = expert_tile(act_ptr, r64, valid, stride_act, acts_ptr, stride_acts,
+                      w_ptr + e.to(tl.int64) * stride_we, n, n_ok, stride_wn,
+                      ws_ptr + e * stride_wse, n // 128, stride_wsn, I,
+                      A_SCALED, W_SCALE, BLOCK_M, BLOCK_N, BLOCK_K)
+    if W_SCALE == 1:
+        acc = acc * tl.load(ws_ptr + e)
+    tl.store(y_ptr + r64[:, None] * stride_y + n[None, :], acc.to(y_ptr.dtype.element_ty),
+             mask=valid[:, None] & n_ok[None, :])

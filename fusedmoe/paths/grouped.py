@@ -1,0 +1,69 @@
+"""Grouped path: routes sorted by expert into blocks of BLOCK_M (the plan), one GEMM program per
+live block and N tile, SwiGLU (+ FP8 requantisation) fused into the gate/up epilogue, a
+deterministic top-k combine.
+
+Launches: [FP8: quantise x] + plan + gate/up + down + combine.
+Activations: FP8 formats quantise x and the SwiGLU output to e4m3 per row per 128 columns
+(``quantize_activations=True`` in the reference); bf16/fp16 keep them in the input dtype.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+
+from .. import quant
+from ..epilogue import combine_launch, quantize_rows
+from ..plan import build_plan
+from ..policy import GroupedConfig
+from ..weights import ExpertWeights
+from ._common import scale_args
+from ._grouped_kernels import grouped_down_kernel, grouped_gate_up_kernel
+
+QUANTIZES_ACTIVATIONS = {"bf16": False, "fp16": False, "fp8_tensor": True, "fp8_block": True}
+
+
+
+def grouped_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Tensor, topk_ids: torch.Tensor,
+                out: torch.Tensor, shared_output: torch.Tensor | None, expert_offset: int, num_experts: int,
+                config: GroupedConfig) -> torch.Tensor:
+    """Run the grouped path into ``out`` [M, H] (inputs already validated)."""
+    m, k = topk_ids.shape
+    e_local, hidden, inter = weights.num_experts, weights.hidden_size, weights.intermediate_size
+    dev = x.device
+    fp8 = weights.is_fp8
+    bm = config.block_m
+    gu, dn = config.gate_up, config.down
+    if fp8 and gu.block_n != quant.GROUP:
+        raise ValueError(f"config: FP8 gate/up needs block_n == {quant.GROUP} (fused requantisation), got {gu.block_n}")
+
+    plan = build_plan(topk_ids, num_experts, bm, expert_offset=expert_offset, num_local_experts=e_local,
+                      no_permute=m * k * 4 <= e_local)
+    max_blocks = plan.block_expert.numel()
+
+    if fp8:
+        a1, a1_s = quantize_rows(x)
+        act = torch.empty(m * k, inter, dtype=quant.FP8_DTYPE, device=dev)
+        act_s = torch.empty(m * k, triton.cdiv(inter, quant.GROUP), dtype=torch.float32, device=dev)
+    else:
+        a1, a1_s = x, x
+        act = torch.empty(m * k, inter, dtype=x.dtype, device=dev)
+        act_s = act
+    y = torch.empty(m * k, hidden, dtype=x.dtype, device=dev)
+
+    ws13, se13, sn13, mode = scale_args(weights, weights.w13_scale, x)
+    grouped_gate_up_kernel[(max_blocks * triton.cdiv(inter, gu.block_n),)](
+        a1, a1_s, weights.w13, ws13, plan.sorted_routes, plan.block_expert, plan.num_blocks, act, act_s,
+        hidden, inter, k, a1.stride(0), a1_s.stride(0), weights.w13.stride(0), weights.w13.stride(1), se13, sn13,
+        act.stride(0), act_s.stride(0),
+        A_SCALED=fp8, W_SCALE=mode, QUANT_OUT=fp8, BLOCK_M=bm, BLOCK_N=gu.block_n, BLOCK_K=gu.block_k,
+        num_warps=gu.num_warps, num_stages=gu.num_stages)
+    ws2, se2, sn2, mode = scale_args(weights, weights.w2_scale, x)
+    grouped_down_kernel[(max_blocks * triton.cdiv(hidden, dn.block_n),)](
+        act, act_s, weights.w2, ws2, plan.sorted_routes, plan.block_expert, plan.num_blocks, y,
+        hidden, inter, act.stride(0), act_s.stride(0), weights.w2.stride(0), weights.w2.stride(1), se2, sn2,
+        y.stride(0),
+        A_SCALED=fp8, W_SCALE=mode, BLOCK_M=bm, BLOCK_N=dn.block_n, BLOCK_K=dn.block_k,
+        num_warps=dn.num_warps, num_stages=dn.num_stages)
+    combine_launch(y, topk_weights, topk_ids, out, shared_output, expert_offset, e_local)
+    return out

@@ -1,0 +1,46 @@
+"""Route-direct path (seeds 000, 004): for decode, where routes are few and rarely share an
+expert.  Two launches, no plan: gate/up GEMV per route (+ K split), then down + combine per
+token.  Activations are not quantised in any format ("w8a16" for FP8: weights upcast in
+registers), which the reference replays with ``quantize_activations=False``.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+
+from ..policy import RouteDirectConfig
+from ..weights import ExpertWeights
+from ._common import scale_args
+from ._route_direct_kernels import route_down_kernel, route_gate_up_kernel
+
+QUANTIZES_ACTIVATIONS = {"bf16": False, "fp16": False, "fp8_tensor": False, "fp8_block": False}
+
+
+
+def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Tensor, topk_ids: torch.Tensor,
+                     out: torch.Tensor, shared_output: torch.Tensor | None, expert_offset: int,
+                     config: RouteDirectConfig) -> torch.Tensor:
+    """Run the route-direct path into ``out`` [M, H] (inputs already validated)."""
+    m, k = topk_ids.shape
+    r = m * k
+    e_local, hidden, inter = weights.num_experts, weights.hidden_size, weights.intermediate_size
+    gu, dn = config.gate_up, config.down
+    split = gu.split_k
+    if weights.format == "fp8_block" and (128 % gu.block_k or 128 % dn.block_k):
+        raise ValueError("config: fp8_block needs block_k dividing 128 on both GEMMs")
+    act = torch.empty((r * inter) if split == 1 else (split * r * 2 * inter), dtype=torch.float32, device=x.device)
+    ws, se, sn, mode = scale_args(weights, weights.w13_scale, x)
+    route_gate_up_kernel[(r * triton.cdiv(inter, gu.block_n) * split,)](
+        x, weights.w13, ws, topk_ids, act, hidden, inter, r, expert_offset, e_local, k,
+        x.stride(0), weights.w13.stride(0), weights.w13.stride(1), se, sn,
+        W_SCALE=mode, SPLIT_K=split, BLOCK_N=gu.block_n, BLOCK_K=gu.block_k,
+        num_warps=gu.num_warps, num_stages=gu.num_stages)
+    ws, se, sn, mode = scale_args(weights, weights.w2_scale, x)
+    route_down_kernel[(m * triton.cdiv(hidden, dn.block_n),)](
+        act, weights.w2, ws, topk_ids, topk_weights, shared_output if shared_output is not None else out, out,
+        hidden, inter, r, expert_offset, e_local, weights.w2.stride(0), weights.w2.stride(1), se, sn,
+        shared_output.stride(0) if shared_output is not None else 0, out.stride(0),
+        TOPK=k, W_SCALE=mode, SPLIT_K=split, HAS_SHARED=shared_output is not None,
+        BLOCK_N=dn.block_n, BLOCK_K=dn.block_k, num_warps=dn.num_warps, num_stages=dn.num_stages)
+    return out

@@ -1,0 +1,88 @@
+"""FP8 (e4m3) quantisation helpers in torch: weights per tensor / per 128x128 block,
+activations per row per 128-wide group along K.
+
+These are the definitions the kernels reproduce and the reference replays:
+
+    scale = amax / 448            (amax of the group; a group of zeros gets scale 1)
+    q     = fp8(clamp(v / scale, -448, 448))    (round to nearest even)
+    v'    = q * scale
+"""
+
+from __future__ import annotations
+
+import torch
+
+FP8_DTYPE = torch.float8_e4m3fn
+FP8_MAX = 448.0
+GROUP = 128  # activation group width and weight block edge
+
+
+def _safe_scale(amax: torch.Tensor) -> torch.Tensor:
+    """amax / 448 with zero groups mapped to scale 1 (their values quantise to 0)."""
+    amax = amax.to(torch.float32)
+    return torch.where(amax > 0, amax / FP8_MAX, torch.ones_like(amax))
+
+
+def _to_fp8(v: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    return (v.to(torch.float32) / scale).clamp(-FP8_MAX, FP8_MAX).to(FP8_DTYPE)
+
+
+def quantize_fp8_per_expert(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """[E, N, K] float -> (e4m3 [E, N, K], fp32 scale [E]), one scale per expert."""
+    scale = _safe_scale(w.abs().amax(dim=(1, 2)))
+    return _to_fp8(w, scale[:, None, None]), scale
+
+
+def _blocked(w: torch.Tensor, block: int) -> torch.Tensor:
+    """Pad [E, N, K] with zeros to multiples of ``block`` and view as [E, nb, block, kb, block]."""
+    e, n, k = w.shape
+    nb, kb = -(-n // block), -(-k // block)
+    padded = torch.zeros(e, nb * block, kb * block, dtype=torch.float32, device=w.device)
+    padded[:, :n, :k] = w.to(torch.float32)
+    return padded.view(e, nb, block, kb, block)
+
+
+def quantize_fp8_blocks(w: torch.Tensor, block: int = GROUP) -> tuple[torch.Tensor, torch.Tensor]:
+    """[E, N, K] float -> (e4m3 [E, N, K], fp32 scale [E, ceil(N/block), ceil(K/block)]).
+
+    The last block along N or K may be ragged; its scale covers the rows/columns that exist.
+    """
+    e, n, k = w.shape
+    blocks = _blocked(w, block)
+    scale = _safe_scale(blocks.abs().amax(dim=(2, 4)))
+    q = (blocks / scale[:, :, None, :, None]).clamp(-FP8_MAX, FP8_MAX)
+    q = q.reshape(e, blocks.shape[1] * block, blocks.shape[3] * block)[:, :n, :k]
+    return q.to(FP8_DTYPE).contiguous(), scale
+
+
+def expand_block_scales(scale: torch.Tensor, n: int, k: int, block: int = GROUP) -> torch.Tensor:
+    """[E, nb, kb] block scales -> [E, n, k] per-element scales."""
+    return scale.repeat_interleave(block, dim=1)[:, :n].repeat_interleave(block, dim=2)[:, :, :k]
+
+
+def quantize_rows_grouped(a: torch.Tensor, group: int = GROUP) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-row, per-``group``-column dynamic quantisation.
+
+    a: [T, K] float -> (e4m3 [T, K], fp32 scale [T, ceil(K/group)]).
+    """
+    t, k = a.shape
+    g = -(-k // group)
+    padded = torch.zeros(t, g * group, dtype=torch.float32, device=a.device)
+    padded[:, :k] = a.to(torch.float32)
+    padded = padded.view(t, g, group)
+    scale = _safe_scale(padded.abs().amax(dim=2))
+    q = _to_fp8(padded, scale[:, :, None]).view(t, g * group)[:, :k].contiguous()
+    return q, scale
+
+
+def dequantize_rows_grouped(q: torch.Tensor, scale: torch.Tensor, group: int = GROUP,
+                            dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    """Inverse of :func:`quantize_rows_grouped`: [T, K] e4m3 + [T, G] scales -> [T, K] ``dtype``."""
+    k = q.shape[1]
+    return q.to(dtype) * scale.to(dtype).repeat_interleave(group, dim=1)[:, :k]
+
+
+def fake_quantize_rows_grouped(a: torch.Tensor, group: int = GROUP) -> torch.Tensor:
+    """Quantise then dequantise (float64): what a kernel's FP8 activation holds."""
+    q, s = quantize_rows_grouped(a, group)
+    return dequantize_rows_grouped(q, s, group)

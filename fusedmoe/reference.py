@@ -1,0 +1,88 @@
+"""Float64 reference of the MoE layer and of each stage: the oracle of every test and benchmark.
+
+    out[t] = shared[t] + sum_j w[t,j] * W2_e @ (SiLU(G_e @ x[t]) * (U_e @ x[t])),  e = ids[t,j]
+
+Weights are dequantised to float64.  With ``quantize_activations=True`` the reference replays
+the activation quantisation of the FP8 kernels that use it (x and the SwiGLU output quantised
+to e4m3 per row per 128-wide group), so that a test measures the kernel and not the format.
+Routes whose id is -1, or outside the local window [expert_offset, expert_offset + num_local),
+contribute nothing.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .quant import fake_quantize_rows_grouped
+from .weights import ExpertWeights
+
+
+def held_routes(topk_ids: torch.Tensor, expert_offset: int, num_local_experts: int) -> torch.Tensor:
+    """Local expert id of every route, [M, k] int64, -1 where the route is not held here."""
+    local = topk_ids.to(torch.int64) - expert_offset
+    held = (topk_ids >= 0) & (local >= 0) & (local < num_local_experts)
+    return torch.where(held, local, torch.full_like(local, -1))
+
+
+def swiglu(gate_up: torch.Tensor) -> torch.Tensor:
+    """[R, 2I] -> [R, I]: SiLU(gate) * up, in the input's precision."""
+    inter = gate_up.shape[-1] // 2
+    gate, up = gate_up[..., :inter], gate_up[..., inter:]
+    return gate * torch.sigmoid(gate) * up
+
+
+def expert_outputs(x: torch.Tensor, weights: ExpertWeights, topk_ids: torch.Tensor, *,
+                   expert_offset: int = 0, quantize_activations: bool = False) -> torch.Tensor:
+    """Per-route expert output y [M, k, H] float64 (zeros for routes not held), before weighting.
+    Global ids [expert_offset, expert_offset + E) are held, E = weights.num_experts."""
+    m, k = topk_ids.shape
+    h = weights.hidden_size
+    local = held_routes(topk_ids, expert_offset, weights.num_experts).reshape(-1)
+    xs = x.to(torch.float64)
+    if quantize_activations:
+        xs = fake_quantize_rows_grouped(x.to(torch.float32))
+    y = torch.zeros(m * k, h, dtype=torch.float64, device=x.device)
+    tokens = torch.arange(m * k, device=x.device) // k
+    for e in torch.unique(local[local >= 0]).tolist():
+        rows = (local == e).nonzero().squeeze(1)
+        w13, w2 = weights.dequantize(slice(e, e + 1))
+        act = swiglu(xs[tokens[rows]] @ w13[0].T)
+        if quantize_activations:
+            act = fake_quantize_rows_grouped(act.to(torch.float32))
+        y[rows] = act @ w2[0].T
+    return y.view(m, k, h)
+
+
+def combine(y: torch.Tensor, topk_weights: torch.Tensor, shared_output: torch.Tensor | None = None) -> torch.Tensor:
+    """out[t] = sum_j w[t,j] * y[t,j] (+ shared[t]); y [M, k, H] -> [M, H] float64."""
+    out = (y * topk_weights.to(torch.float64)[:, :, None]).sum(dim=1)
+    if shared_output is not None:
+        out = out + shared_output.to(torch.float64)
+    return out
+
+
+def moe_reference(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Tensor, topk_ids: torch.Tensor, *,
+                  expert_offset: int = 0, num_local_experts: int | None = None,
+                  shared_output: torch.Tensor | None = None, quantize_activations: bool = False) -> torch.Tensor:
+    """The whole layer in float64: x [M, H] -> [M, H].  ``num_local_experts`` defaults to the
+    number of experts in ``weights``: global ids [expert_offset, expert_offset + E_local) are held."""
+    if num_local_experts is not None and num_local_experts != weights.num_experts:
+        raise ValueError(f"num_local_experts: expected {weights.num_experts} (the experts in weights), "
+                         f"got {num_local_experts}")
+    y = expert_outputs(x, weights, topk_ids, expert_offset=expert_offset,
+                       quantize_activations=quantize_activations and weights.is_fp8)
+    return combine(y, topk_weights, shared_output)
+
+
+def rel_l2(out: torch.Tensor, ref: torch.Tensor) -> float:
+    """||out - ref|| / ||ref|| in float64 (NaN anywhere gives NaN)."""
+    out, ref = out.to(torch.float64), ref.to(torch.float64)
+    den = ref.norm().item()
+    return (out - ref).norm().item() / den if den > 0 else (out - ref).norm().item()
+
+
+def cosine(out: torch.Tensor, ref: torch.Tensor) -> float:
+    """Cosine similarity of the flattened tensors in float64 (1.0 for two zero tensors)."""
+    a, b = out.to(torch.float64).flatten(), ref.to(torch.float64).flatten()
+    den = (a.norm() * b.norm()).item()
+    return (a @ b).item() / den if den > 0 else float(a.norm().item() == b.norm().item())

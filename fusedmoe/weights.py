@@ -1,0 +1,150 @@
+"""ExpertWeights: the experts' weights of one MoE layer, in one of the supported formats.
+
+Layout (HF transformers ``gate_up_proj`` / vLLM ``w13``):
+    w13: [E, 2I, H]  rows 0..I-1 gate projection, rows I..2I-1 up projection
+    w2:  [E, H, I]
+
+Formats:
+    "bf16", "fp16"  plain; no scales.
+    "fp8_tensor"    e4m3 weights, fp32 scale per expert per matrix: w13_scale [E], w2_scale [E].
+    "fp8_block"     e4m3 weights, fp32 scale per 128x128 block:
+                    w13_scale [E, 2*ceil(I/128), ceil(H/128)] (gate and up blocked separately, as two
+                    checkpoint tensors concatenated; equal to [E, 2I/128, H/128] when 128 divides I),
+                    w2_scale [E, ceil(H/128), ceil(I/128)].  Ragged last blocks are allowed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from . import quant
+from ._validate import check_choice, check_tensor
+
+FORMATS = ("bf16", "fp16", "fp8_tensor", "fp8_block")
+FP8_FORMATS = ("fp8_tensor", "fp8_block")
+_PLAIN_DTYPE = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@dataclass(frozen=True)
+class ExpertWeights:
+    """Expert weights + format tag; build with :meth:`from_dense` or :meth:`from_quantized`."""
+
+    format: str
+    w13: torch.Tensor
+    w2: torch.Tensor
+    w13_scale: torch.Tensor | None = None
+    w2_scale: torch.Tensor | None = None
+
+    # ---- construction -------------------------------------------------------------------
+    @classmethod
+    def from_dense(cls, w13: torch.Tensor, w2: torch.Tensor, format: str = "bf16") -> "ExpertWeights":
+        """Quantise float weights w13 [E, 2I, H] and w2 [E, H, I] into ``format``."""
+        check_choice("format", format, FORMATS)
+        floats = (torch.float32, torch.float64, torch.bfloat16, torch.float16)
+        check_tensor("w13", w13, dtypes=floats, ndim=3)
+        check_tensor("w2", w2, dtypes=floats, ndim=3)
+        if format in _PLAIN_DTYPE:
+            dt = _PLAIN_DTYPE[format]
+            return cls(format, w13.to(dt).contiguous(), w2.to(dt).contiguous())._validated()
+        if format == "fp8_tensor":
+            q13, s13 = quant.quantize_fp8_per_expert(w13)
+            q2, s2 = quant.quantize_fp8_per_expert(w2)
+            return cls(format, q13, q2, s13, s2)._validated()
+        inter = w13.shape[1] // 2
+        g, s_g = quant.quantize_fp8_blocks(w13[:, :inter])
+        u, s_u = quant.quantize_fp8_blocks(w13[:, inter:])
+        q2, s2 = quant.quantize_fp8_blocks(w2)
+        return cls(format, torch.cat([g, u], dim=1).contiguous(), q2, torch.cat([s_g, s_u], dim=1).contiguous(),
+                   s2)._validated()
+
+    @classmethod
+    def from_quantized(cls, format: str, w13: torch.Tensor, w2: torch.Tensor,
+                       w13_scale: torch.Tensor | None = None, w2_scale: torch.Tensor | None = None) -> "ExpertWeights":
+        """Wrap already-quantised tensors (what a checkpoint holds), checking every shape and dtype."""
+        check_choice("format", format, FORMATS)
+        return cls(format, w13, w2, w13_scale, w2_scale)._validated()
+
+    def _validated(self) -> "ExpertWeights":
+        fmt = self.format
+        wdt = (quant.FP8_DTYPE,) if fmt in FP8_FORMATS else (_PLAIN_DTYPE[fmt],)
+        check_tensor("w13", self.w13, dtypes=wdt, ndim=3, contiguous=True)
+        e, two_i, h = self.w13.shape
+        if two_i % 2 or two_i == 0:
+            raise ValueError(f"w13: expected shape [E, 2I, H] with an even, non-zero second dim, got {list(self.w13.shape)}")
+        if e == 0 or h == 0:
+            raise ValueError(f"w13: expected at least one expert and H >= 1, got shape {list(self.w13.shape)}")
+        i = two_i // 2
+        check_tensor("w2", self.w2, dtypes=wdt, shape=(e, h, i), device=self.w13.device, contiguous=True)
+        if fmt in FP8_FORMATS:
+            if fmt == "fp8_tensor":
+                s13_shape, s2_shape = (e,), (e,)
+            else:
+                s13_shape = (e, 2 * _cdiv(i, quant.GROUP), _cdiv(h, quant.GROUP))
+                s2_shape = (e, _cdiv(h, quant.GROUP), _cdiv(i, quant.GROUP))
+            for name, s, shape in (("w13_scale", self.w13_scale, s13_shape), ("w2_scale", self.w2_scale, s2_shape)):
+                if s is None:
+                    raise ValueError(f"{name}: format {fmt!r} needs a float32 scale tensor of shape {list(shape)}")
+                check_tensor(name, s, dtypes=(torch.float32,), shape=shape, device=self.w13.device, contiguous=True)
+        elif self.w13_scale is not None or self.w2_scale is not None:
+            raise ValueError(f"w13_scale/w2_scale: format {fmt!r} takes no scales")
+        return self
+
+    # ---- facts ----------------------------------------------------------------------------
+    @property
+    def num_experts(self) -> int:
+        return self.w13.shape[0]
+
+    @property
+    def hidden_size(self) -> int:
+        return self.w13.shape[2]
+
+    @property
+    def intermediate_size(self) -> int:
+        return self.w13.shape[1] // 2
+
+    @property
+    def device(self) -> torch.device:
+        return self.w13.device
+
+    @property
+    def is_fp8(self) -> bool:
+        return self.format in FP8_FORMATS
+
+    @property
+    def expert_nbytes(self) -> int:
+        """Bytes of one expert's weights and scales, both matrices."""
+        total = self.w13[0].numel() * self.w13.element_size() + self.w2[0].numel() * self.w2.element_size()
+        for s in (self.w13_scale, self.w2_scale):
+            if s is not None:
+                total += s[0].numel() * s.element_size()
+        return total
+
+    def to(self, device: torch.device | str) -> "ExpertWeights":
+        """A copy on ``device``."""
+        mv = lambda t: None if t is None else t.to(device)  # noqa: E731
+        return ExpertWeights(self.format, mv(self.w13), mv(self.w2), mv(self.w13_scale), mv(self.w2_scale))
+
+    # ---- dequantisation (reference side) -----------------------------------------------------
+    def dequantize(self, experts: torch.Tensor | slice | None = None,
+                   dtype: torch.dtype = torch.float64) -> tuple[torch.Tensor, torch.Tensor]:
+        """Dequantised (w13 [e, 2I, H], w2 [e, H, I]) in ``dtype`` for the selected experts."""
+        sel = slice(None) if experts is None else experts
+        w13, w2 = self.w13[sel].to(dtype), self.w2[sel].to(dtype)
+        if self.format == "fp8_tensor":
+            w13 = w13 * self.w13_scale[sel].to(dtype)[:, None, None]
+            w2 = w2 * self.w2_scale[sel].to(dtype)[:, None, None]
+        elif self.format == "fp8_block":
+            i, h = self.intermediate_size, self.hidden_size
+            nb = _cdiv(i, quant.GROUP)
+            s13 = self.w13_scale[sel].to(dtype)
+            gate = quant.expand_block_scales(s13[:, :nb], i, h)
+            up = quant.expand_block_scales(s13[:, nb:], i, h)
+            w13 = w13 * torch.cat([gate, up], dim=1)
+            w2 = w2 * quant.expand_block_scales(self.w2_scale[sel].to(dtype), h, i)
+        return w13, w2
