@@ -11,7 +11,27 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from ._runtime import interpreting
+
 FP8_MAX = 448.0
+# Triton 3.6's interpreter mis-rounds fp32 -> e4m3 casts that carry into the next binade
+# (125.8 -> 64).  Under the interpreter values are first rounded to the e4m3 grid in fp32
+# arithmetic (to nearest, ties to even, as the GPU and torch do), so the cast is exact.
+INTERPRETING: tl.constexpr = interpreting()
+
+
+@triton.jit
+def _round_to_e4m3_grid(v):
+    """v (|v| <= 448) rounded to the nearest e4m3 value, still fp32 (interpreter only)."""
+    a = tl.abs(v)
+    binade = tl.maximum(tl.floor(tl.log2(a)), -6.0)
+    step = tl.exp2(binade - 3.0)
+    t = a / step
+    f = tl.floor(t)
+    odd = f - 2.0 * tl.floor(f * 0.5)
+    up = (t - f > 0.5) | ((t - f == 0.5) & (odd == 1.0))
+    r = tl.where(up, f + 1.0, f) * step
+    return tl.where(v < 0, -r, r)
 
 
 @triton.jit
@@ -28,8 +48,10 @@ def quantize_group(v, ok):
     amax = tl.max(tl.where(ok, tl.abs(v), 0.0), axis=1)
     scale = tl.where(amax > 0, tl.div_rn(amax, 448.0), 1.0)
     q = tl.div_rn(v, scale[:, None])
-    q = tl.minimum(tl.maximum(q, -448.0), 448.0).to(tl.float8e4nv)
-    return q, scale
+    q = tl.minimum(tl.maximum(q, -448.0), 448.0)
+    if INTERPRETING:
+        q = _round_to_e4m3_grid(q)
+    return q.to(tl.float8e4nv), scale
 
 
 @triton.jit

@@ -27,8 +27,13 @@ def _sm_count(index: int) -> int:
     return torch.cuda.get_device_properties(index).multi_processor_count
 
 
+# The interpreter runs programs one after another: a small nominal SM count makes the
+# policies pick fewer, larger programs there (tests force small tiles explicitly).
+INTERPRETER_SMS = 4
+
+
 def num_sms(device: torch.device) -> int:
-    """Multiprocessor count of ``device``; 132 (an H100/H200) for the interpreter."""
+    """Multiprocessor count of ``device`` (INTERPRETER_SMS off the GPU)."""
     if device.type == "cuda":
         return _sm_count(device.index if device.index is not None else torch.cuda.current_device())
-    return 132
+    return INTERPRETER_SMS

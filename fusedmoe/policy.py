@@ -70,14 +70,14 @@ def route_direct_config(m: int, top_k: int, num_experts: int, hidden: int, inter
     (>= 4 per SM), split K of the gate/up GEMV when the routes alone cannot give that."""
     routes = max(1, m * top_k)
     target = 4 * num_sms
-    bn = 32
+    bn = 64
     while bn > 8 and routes * triton.cdiv(inter, bn) < target:
         bn //= 2
     split = 1
     while split < 8 and routes * triton.cdiv(inter, bn) * split < target and hidden // (split * 2) >= 512:
         split *= 2
     bk = 128 if fmt == "fp8_block" else 256
-    dn = 32
+    dn = 64
     while dn > 8 and max(1, m) * triton.cdiv(hidden, dn) < target:
         dn //= 2
     return RouteDirectConfig(Tile(bn, bk, 4, 3, split), Tile(dn, min(bk, 128 if fmt == "fp8_block" else 256), 4, 3))

@@ -1,0 +1,90 @@
+"""Bad input raises a clear exception naming the argument; it never crashes."""
+
+import pytest
+import torch
+from conftest import ACT_DTYPE, PLAIN_FORMAT
+
+from fusedmoe.api import fused_moe
+from fusedmoe.weights import ExpertWeights
+
+
+@pytest.fixture
+def layer(device):
+    e, h, i, m, k = 4, 64, 32, 3, 2
+    w = ExpertWeights.from_dense(torch.randn(e, 2 * i, h, device=device), torch.randn(e, h, i, device=device),
+                                 PLAIN_FORMAT)
+    x = torch.randn(m, h, device=device).to(ACT_DTYPE)
+    ids = torch.randint(0, e, (m, k), device=device, dtype=torch.int32)
+    return w, x, torch.rand(m, k, device=device), ids
+
+
+def test_good_input_runs(layer):
+    w, x, tw, ids = layer
+    fused_moe(x, w, tw, ids)
+
+
+@pytest.mark.parametrize("mutate,exc,match", [
+    (lambda w, x, tw, ids: (w, x.float(), tw, ids), TypeError, "x: expected dtype"),
+    (lambda w, x, tw, ids: (w, x[:, :10], tw, ids), ValueError, "x: expected shape"),
+    (lambda w, x, tw, ids: (w, x.t().contiguous().t(), tw, ids), ValueError, "x: expected rows"),
+    (lambda w, x, tw, ids: (w, x[None], tw, ids), ValueError, "x: expected a 2-D"),
+    (lambda w, x, tw, ids: (w, x, tw, ids.float()), TypeError, "topk_ids: expected dtype"),
+    (lambda w, x, tw, ids: (w, x, tw, ids[:2]), ValueError, "topk_ids: expected shape"),
+    (lambda w, x, tw, ids: (w, x, tw[:, :1], ids), ValueError, "topk_weights: expected shape"),
+    (lambda w, x, tw, ids: (w, x, tw, ids + 10), ValueError, r"topk_ids: expected ids in \[-1, 4\)"),
+    (lambda w, x, tw, ids: (w, x, tw, ids - 3), ValueError, "topk_ids: expected ids"),
+    (lambda w, x, tw, ids: ("weights", x, tw, ids), TypeError, "weights: expected an ExpertWeights"),
+    (lambda w, x, tw, ids: (w, x, tw, ids.to(torch.int16)), TypeError, "topk_ids: expected dtype"),
+])
+def test_bad_arguments(layer, mutate, exc, match):
+    w, x, tw, ids = mutate(*layer)
+    with pytest.raises(exc, match=match):
+        fused_moe(x, w, tw, ids)
+
+
+def test_bad_keywords(layer):
+    w, x, tw, ids = layer
+    with pytest.raises(ValueError, match="path: expected one of"):
+        fused_moe(x, w, tw, ids, path="fastest")
+    with pytest.raises(ValueError, match="expert_offset"):
+        fused_moe(x, w, tw, ids, expert_offset=-1)
+    with pytest.raises(ValueError, match="expert_offset: the local window"):
+        fused_moe(x, w, tw, ids, expert_offset=2, num_experts=5)
+    with pytest.raises(ValueError, match="num_local_experts"):
+        fused_moe(x, w, tw, ids, num_local_experts=3)
+    with pytest.raises(ValueError, match="out: expected shape"):
+        fused_moe(x, w, tw, ids, out=torch.empty(1, 64, dtype=x.dtype, device=x.device))
+    with pytest.raises(TypeError, match="out: expected dtype"):
+        fused_moe(x, w, tw, ids, out=torch.empty_like(x, dtype=torch.float32))
+    with pytest.raises(ValueError, match="shared_output: expected shape"):
+        fused_moe(x, w, tw, ids, shared_output=torch.empty(3, 5, device=x.device))
+    with pytest.raises(TypeError, match="config: path 'grouped'"):
+        from fusedmoe.policy import RouteDirectConfig, Tile
+        fused_moe(x, w, tw, ids, path="grouped", config=RouteDirectConfig(Tile(8, 64), Tile(8, 64)))
+
+
+def test_weights_validation(device):
+    w13 = torch.randn(2, 64, 32, device=device)
+    w2 = torch.randn(2, 32, 32, device=device)
+    with pytest.raises(ValueError, match="format: expected one of"):
+        ExpertWeights.from_dense(w13, w2, "int3")
+    with pytest.raises(ValueError, match="w2: expected shape"):
+        ExpertWeights.from_dense(w13, torch.randn(2, 32, 31, device=device), "fp16")
+    with pytest.raises(ValueError, match="w13: expected shape"):
+        ExpertWeights.from_dense(torch.randn(2, 63, 32, device=device), w2, "fp16")
+    q = ExpertWeights.from_dense(w13, w2, "fp8_block")
+    with pytest.raises(ValueError, match="w13_scale: format 'fp8_block' needs"):
+        ExpertWeights.from_quantized("fp8_block", q.w13, q.w2, None, q.w2_scale)
+    with pytest.raises(ValueError, match="w2_scale: expected shape"):
+        ExpertWeights.from_quantized("fp8_block", q.w13, q.w2, q.w13_scale, q.w2_scale[:, :0])
+    with pytest.raises(TypeError, match="w13: expected dtype"):
+        ExpertWeights.from_quantized("fp8_tensor", q.w13.float(), q.w2, q.w13_scale, q.w2_scale)
+    with pytest.raises(ValueError, match="takes no scales"):
+        ExpertWeights.from_quantized("fp16", w13.half(), w2.half(), torch.ones(2, device=device), None)
+
+
+def test_mixed_plain_dtypes_rejected(layer):
+    w, x, tw, ids = layer
+    other = torch.float16 if x.dtype == torch.bfloat16 else torch.bfloat16
+    with pytest.raises(TypeError, match="x: expected dtype"):
+        fused_moe(x.to(other), w, tw, ids)
