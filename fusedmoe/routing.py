@@ -32,14 +32,18 @@ import torch
 import triton
 
 from ._routing_kernels import _route_kernel
-from ._runtime import runs_triton
+from ._runtime import interpreting, runs_triton
 from ._validate import check_choice, check_int, check_tensor
 
 SCORINGS = ("softmax", "sigmoid")
 LOGIT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 
-# Elements of the [BLOCK_M, BLOCK_E] score tile one program holds.
-_TILE_ELEMENTS = 2048
+# Token rows per program, one warp per row so that every reduction stays inside a warp.
+# Measured on an H200 (DeepSeek-V3 shape, CUDA graph): 3.9 us per call at M=1 against
+# 8.2 us with 8 rows on 4 warps; the same at M=16384 (54 us, bound by the reductions).
+# The interpreter's cost is per program, not per row: there a program takes up to 64 rows.
+_ROWS_PER_PROGRAM = 4
+_ROWS_PER_PROGRAM_INTERPRETED = 64
 
 
 def route(
@@ -68,8 +72,8 @@ def route(
     ids = torch.empty((M, top_k), dtype=torch.int32, device=logits.device)
     if M == 0:
         return weights, ids
-    block_e = triton.next_power_of_2(E)
-    block_m = max(1, min(64, _TILE_ELEMENTS // block_e))
+    rows = _ROWS_PER_PROGRAM_INTERPRETED if interpreting() else _ROWS_PER_PROGRAM
+    block_m = min(rows, triton.next_power_of_2(M))
     _route_kernel[(triton.cdiv(M, block_m),)](
         logits,
         bias if bias is not None else logits,  # never read without HAS_BIAS
@@ -86,9 +90,9 @@ def route(
         N_GROUPS=n_groups,
         TOPK_GROUPS=topk_groups,
         BLOCK_M=block_m,
-        BLOCK_E=block_e,
+        BLOCK_E=triton.next_power_of_2(E),
         BLOCK_K=triton.next_power_of_2(top_k),
-        num_warps=4,
+        num_warps=min(block_m, _ROWS_PER_PROGRAM),  # one warp per row on the GPU
     )
     return weights, ids
 
@@ -159,7 +163,7 @@ def _check_args(logits, top_k, scoring, renormalize, n_groups, topk_groups, bias
     if E % n_groups != 0:
         raise ValueError(f"n_groups: expected a divisor of the number of experts E={E}, got {n_groups}")
     if n_groups > 1 and scoring != "sigmoid":
-        raise ValueError(f"n_groups: grouped selection needs scoring='sigmoid', got n_groups={n_groups} with {scoring!r}")
+        raise ValueError(f"n_groups: grouping needs scoring='sigmoid', got n_groups={n_groups} with {scoring!r}")
     check_int("topk_groups", topk_groups, lo=1, hi=n_groups)
     survivors = topk_groups * (E // n_groups)
     if top_k > survivors:

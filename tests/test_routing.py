@@ -1,6 +1,8 @@
 """Routing (stage 1): the kernel against the float64 reference, the tie rule, argument checks.
 
-Run under TRITON_INTERPRET=1 (set by conftest.py) so that CPU tensors go through the kernel.
+On CPU the kernel runs under TRITON_INTERPRET=1 (set by conftest.py); on a CUDA machine the
+same tests run on the GPU (the ``device`` fixture).  Random inputs come from the global RNG,
+seeded per test by conftest.py (FUSEDMOE_SEED replays a run).
 """
 
 from __future__ import annotations
@@ -14,14 +16,13 @@ from fusedmoe.routing import route, route_reference
 WEIGHT_ATOL = 1e-6
 
 
-def _logits(m: int, e: int, dtype: torch.dtype = torch.float32, seed: int = 0) -> torch.Tensor:
-    g = torch.Generator().manual_seed(seed)
-    return (2.0 * torch.randn(m, e, generator=g)).to(dtype)
+def _logits(m: int, e: int, device: torch.device, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    return (2.0 * torch.randn(m, e, device=device)).to(dtype)
 
 
-def _bias(e: int, seed: int = 1) -> torch.Tensor:
-    g = torch.Generator().manual_seed(seed)
-    return 0.1 * torch.randn(e, generator=g)
+def _bias(e: int, device: torch.device) -> torch.Tensor:
+    """A DeepSeek-style correction bias: the same order as the sigmoid scores' spread at the top."""
+    return 0.1 * torch.randn(e, device=device)
 
 
 def _check(logits: torch.Tensor, top_k: int, **kw) -> tuple[torch.Tensor, torch.Tensor]:
@@ -61,10 +62,10 @@ def _check(logits: torch.Tensor, top_k: int, **kw) -> tuple[torch.Tensor, torch.
     ],
 )
 @pytest.mark.parametrize("renormalize", [False, True])  # Mixtral/Qwen3 renormalise, Switch does not
-def test_softmax_matches_reference(e, top_k, m, renormalize):
-    w, _ = _check(_logits(m, e, seed=m * 1000 + e), top_k, renormalize=renormalize)
+def test_softmax_matches_reference(e, top_k, m, renormalize, device):
+    w, _ = _check(_logits(m, e, device), top_k, renormalize=renormalize)
     if renormalize and m:
-        torch.testing.assert_close(w.sum(dim=1), torch.ones(m), rtol=0, atol=WEIGHT_ATOL)
+        torch.testing.assert_close(w.sum(dim=1), torch.ones(m, device=device), rtol=0, atol=WEIGHT_ATOL)
 
 
 @pytest.mark.parametrize(
@@ -75,26 +76,21 @@ def test_softmax_matches_reference(e, top_k, m, renormalize):
         torch.float16,  # fp16 logits
     ],
 )
-@pytest.mark.parametrize(
-    "kw",
-    [
-        dict(scoring="softmax", renormalize=True),  # Mixtral-style
-        dict(scoring="sigmoid", n_groups=4, topk_groups=2, bias=_bias(64), renormalize=True),  # grouped sigmoid
-    ],
-)
-def test_logit_dtypes(dtype, kw):
-    _check(_logits(19, 64, dtype=dtype), 6, **kw)
+@pytest.mark.parametrize("scoring", ["softmax", "sigmoid"])  # Mixtral-style; grouped sigmoid with bias
+def test_logit_dtypes(dtype, scoring, device):
+    kw = dict(n_groups=4, topk_groups=2, bias=_bias(64, device)) if scoring == "sigmoid" else {}
+    _check(_logits(19, 64, device, dtype), 6, scoring=scoring, renormalize=True, **kw)
 
 
 @pytest.mark.parametrize("m", [1, 17, 64])  # decode, a ragged block, full blocks
 @pytest.mark.parametrize("renormalize", [True, False])  # DeepSeek-V3 renormalises; keep the other branch covered
-def test_sigmoid_deepseek_v3(m, renormalize):
+def test_sigmoid_deepseek_v3(m, renormalize, device):
     # DeepSeek-V3 / R1: E=256, 8 groups of 32, keep 4 groups, top-8, bias-corrected, scaled by 2.5.
-    kw = dict(scoring="sigmoid", n_groups=8, topk_groups=4, bias=_bias(256), routed_scaling=2.5)
-    w, ids = _check(_logits(m, 256, seed=m), 8, renormalize=renormalize, **kw)
+    kw = dict(scoring="sigmoid", n_groups=8, topk_groups=4, bias=_bias(256, device), routed_scaling=2.5)
+    w, ids = _check(_logits(m, 256, device), 8, renormalize=renormalize, **kw)
     assert all(len(set(row)) <= 4 for row in (ids // 32).tolist())  # experts from at most topk_groups groups
     if renormalize:
-        torch.testing.assert_close(w.sum(dim=1), torch.full((m,), 2.5), rtol=0, atol=4 * WEIGHT_ATOL)
+        torch.testing.assert_close(w.sum(dim=1), torch.full((m,), 2.5, device=device), rtol=0, atol=4 * WEIGHT_ATOL)
 
 
 @pytest.mark.parametrize(
@@ -109,58 +105,57 @@ def test_sigmoid_deepseek_v3(m, renormalize):
     ],
 )
 @pytest.mark.parametrize("m", [1, 17])  # decode and a ragged multi-token block
-def test_sigmoid_grouped(e, n_groups, topk_groups, top_k, with_bias, m):
+def test_sigmoid_grouped(e, n_groups, topk_groups, top_k, with_bias, m, device):
     kw = dict(scoring="sigmoid", n_groups=n_groups, topk_groups=topk_groups, renormalize=True)
-    _check(_logits(m, e, seed=e + m), top_k, bias=_bias(e) if with_bias else None, **kw)
+    _check(_logits(m, e, device), top_k, bias=_bias(e, device) if with_bias else None, **kw)
 
 
-def test_softmax_tie_rule():
+def test_softmax_tie_rule(device):
     # Equal scores: descending score order, the lower expert index first.
-    logits = torch.tensor([[1.0, 3.0, 3.0, 0.0, 3.0], [2.0, 2.0, 2.0, 2.0, 2.0]])
+    logits = torch.tensor([[1.0, 3.0, 3.0, 0.0, 3.0], [2.0, 2.0, 2.0, 2.0, 2.0]], device=device)
     w, ids = route(logits, 3)
     assert ids.tolist() == [[1, 2, 4], [0, 1, 2]]
-    torch.testing.assert_close(w[1], torch.full((3,), 0.2), rtol=0, atol=WEIGHT_ATOL)
+    torch.testing.assert_close(w[1], torch.full((3,), 0.2, device=device), rtol=0, atol=WEIGHT_ATOL)
     _check(logits, 3)
 
 
 @pytest.mark.parametrize("scoring", ["softmax", "sigmoid"])  # both rankings (logits vs sigmoid scores)
-def test_many_ties_match_reference(scoring):
+def test_many_ties_match_reference(scoring, device):
     # Logits drawn from 3 values: nearly every selection is a tie.
-    g = torch.Generator().manual_seed(7)
-    logits = torch.randint(0, 3, (40, 32), generator=g).float()
+    logits = torch.randint(0, 3, (40, 32), device=device).float()
     _check(logits, 8, scoring=scoring)
 
 
-def test_group_tie_rule():
+def test_group_tie_rule(device):
     # Groups {0,1} {2,3} {4,5} {6,7}: groups 1 and 2 tie on their top-2 sum, as do groups 0 and 3;
     # the lower group index wins each tie, so groups 0 and 1 are kept.
-    logits = torch.tensor([[1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0]])
+    logits = torch.tensor([[1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0]], device=device)
     kw = dict(scoring="sigmoid", n_groups=4, topk_groups=2)
     _, ids = route(logits, 4, **kw)
     assert ids.tolist() == [[0, 3, 1, 2]]
     _check(logits, 4, **kw)
 
 
-def test_top2_group_score_counts_repeated_maximum():
+def test_top2_group_score_counts_repeated_maximum(device):
     # A group whose maximum appears twice scores 2*max, beating a group with a larger single maximum.
-    logits = torch.tensor([[2.0, 2.0, -9.0, 3.0, -9.0, -9.0]])
+    logits = torch.tensor([[2.0, 2.0, -9.0, 3.0, -9.0, -9.0]], device=device)
     kw = dict(scoring="sigmoid", n_groups=2, topk_groups=1)
     _, ids = route(logits, 2, **kw)
     assert ids.tolist() == [[0, 1]]
     _check(logits, 2, **kw)
 
 
-def test_masked_experts_with_minus_inf():
+def test_masked_experts_with_minus_inf(device):
     # Experts masked with -inf are chosen last (lower index first), never padding lanes.
-    logits = _logits(5, 6)
+    logits = _logits(5, 6, device)
     logits[:, 1:4] = float("-inf")
     _, ids = _check(logits, 5)
     assert ids[:, 3:].tolist() == [[1, 2]] * 5
 
 
-def test_row_stride():
+def test_row_stride(device):
     # A column slice of a wider tensor: row stride 48, column stride 1.
-    logits = _logits(9, 48)[:, :40]
+    logits = _logits(9, 48, device)[:, :40]
     _check(logits, 4, renormalize=True)
 
 
@@ -168,34 +163,38 @@ def test_plain_cpu_uses_torch(monkeypatch):
     # Without the interpreter, CPU tensors must not launch the kernel.
     monkeypatch.setenv("TRITON_INTERPRET", "0")
     monkeypatch.setattr(routing, "_route_kernel", None)
-    _check(_logits(4, 16), 2, renormalize=True)
+    _check(_logits(4, 16, torch.device("cpu")), 2, renormalize=True)
+
+
+_X = torch.ones(2, 8)  # 2 tokens, 8 experts
+_SIG = dict(scoring="sigmoid")
 
 
 @pytest.mark.parametrize(
     "args, kw, exc, match",
     [
-        ((_logits(2, 8).numpy(), 2), {}, TypeError, "logits"),  # not a tensor
-        ((_logits(2, 8).double(), 2), {}, TypeError, "logits"),  # float64 logits
-        ((_logits(2, 8)[0], 2), {}, ValueError, "logits"),  # 1-D logits
-        ((_logits(8, 2).t(), 2), {}, ValueError, "logits"),  # column stride != 1
-        ((_logits(2, 0), 1), {}, ValueError, "logits"),  # no experts
-        ((_logits(2, 8), 0), {}, ValueError, "top_k"),  # k below 1
-        ((_logits(2, 8), 9), {}, ValueError, "top_k"),  # k above E
-        ((_logits(2, 8), 2.0), {}, TypeError, "top_k"),  # k not an int
-        ((_logits(2, 8), 2), dict(scoring="tanh"), ValueError, "scoring"),  # unknown scoring
-        ((_logits(2, 8), 2), dict(renormalize=1), TypeError, "renormalize"),  # not a bool
-        ((_logits(2, 8), 2), dict(scoring="sigmoid", n_groups=3), ValueError, "n_groups"),  # 3 does not divide 8
-        ((_logits(2, 8), 2), dict(n_groups=2), ValueError, "n_groups"),  # grouping with softmax
-        ((_logits(2, 8), 2), dict(scoring="sigmoid", n_groups=2, topk_groups=3), ValueError, "topk_groups"),
-        ((_logits(2, 8), 2), dict(scoring="sigmoid", n_groups=2, topk_groups=0), ValueError, "topk_groups"),
-        ((_logits(2, 8), 5), dict(scoring="sigmoid", n_groups=4, topk_groups=2), ValueError, "top_k"),  # > 2 groups of 2
-        ((_logits(2, 8), 2), dict(bias=torch.zeros(8)), ValueError, "bias"),  # bias with softmax
-        ((_logits(2, 8), 2), dict(scoring="sigmoid", bias=torch.zeros(7)), ValueError, "bias"),  # bias not [E]
-        ((_logits(2, 8), 2), dict(scoring="sigmoid", bias=torch.zeros(8).long()), TypeError, "bias"),  # int bias
-        ((_logits(2, 8), 2), dict(scoring="sigmoid", bias=torch.zeros(16)[::2]), ValueError, "bias"),  # strided
-        ((_logits(2, 8), 2), dict(scoring="sigmoid", bias=torch.zeros(8, device="meta")), ValueError, "bias"),  # device
-        ((_logits(2, 8), 2), dict(bias=None, routed_scaling="2"), TypeError, "routed_scaling"),  # a string
-        ((_logits(2, 8), 2), dict(routed_scaling=float("inf")), ValueError, "routed_scaling"),  # not finite
+        ((_X.numpy(), 2), {}, TypeError, "logits"),  # not a tensor
+        ((_X.double(), 2), {}, TypeError, "logits"),  # float64 logits
+        ((_X[0], 2), {}, ValueError, "logits"),  # 1-D logits
+        ((torch.ones(8, 2).t(), 2), {}, ValueError, "logits"),  # column stride != 1
+        ((torch.ones(2, 0), 1), {}, ValueError, "logits"),  # no experts
+        ((_X, 0), {}, ValueError, "top_k"),  # k below 1
+        ((_X, 9), {}, ValueError, "top_k"),  # k above E
+        ((_X, 2.0), {}, TypeError, "top_k"),  # k not an int
+        ((_X, 2), dict(scoring="tanh"), ValueError, "scoring"),  # unknown scoring
+        ((_X, 2), dict(renormalize=1), TypeError, "renormalize"),  # not a bool
+        ((_X, 2), dict(**_SIG, n_groups=3), ValueError, "n_groups"),  # 3 does not divide 8
+        ((_X, 2), dict(n_groups=2), ValueError, "n_groups"),  # grouping with softmax
+        ((_X, 2), dict(**_SIG, n_groups=2, topk_groups=3), ValueError, "topk_groups"),  # more than n_groups
+        ((_X, 2), dict(**_SIG, n_groups=2, topk_groups=0), ValueError, "topk_groups"),  # below 1
+        ((_X, 5), dict(**_SIG, n_groups=4, topk_groups=2), ValueError, "top_k"),  # > 2 groups x 2
+        ((_X, 2), dict(bias=torch.zeros(8)), ValueError, "bias"),  # bias with softmax
+        ((_X, 2), dict(**_SIG, bias=torch.zeros(7)), ValueError, "bias"),  # bias not [E]
+        ((_X, 2), dict(**_SIG, bias=torch.zeros(8).long()), TypeError, "bias"),  # int bias
+        ((_X, 2), dict(**_SIG, bias=torch.zeros(16)[::2]), ValueError, "bias"),  # strided
+        ((_X, 2), dict(**_SIG, bias=torch.zeros(8, device="meta")), ValueError, "bias"),  # device
+        ((_X, 2), dict(routed_scaling="2"), TypeError, "routed_scaling"),  # a string
+        ((_X, 2), dict(routed_scaling=float("inf")), ValueError, "routed_scaling"),  # not finite
     ],
 )
 @pytest.mark.parametrize("fn", [route, route_reference])  # both entry points validate the same way
