@@ -21,11 +21,13 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-# Sort keys of the one-program path are ``bin * SINGLE_KEY_SHIFT_SIZE + r``: r < 2048 fits
-# in 12 bits and bin <= 2048, so keys stay below 2**24.
 SINGLE_MAX_ROUTES = 2048
 SINGLE_MAX_EXPERTS = 2048
-_SINGLE_KEY_BITS = 12
+# Sort keys of the one-program path are ``(bin << 12) + r``: r < 2048 fits in 12 bits and
+# bin <= 2048, so keys stay below 2**24.  (A global read by a kernel must be a constexpr;
+# the interpreter does not check this, the compiler does.)
+_SINGLE_KEY_BITS = tl.constexpr(12)
+_SINGLE_KEY_MASK = tl.constexpr(4095)
 
 
 @triton.jit
@@ -46,18 +48,48 @@ def _fill_minus_one(ptr, lo, hi, FILL: tl.constexpr):
 
 
 @triton.jit
+def _bit_indicator(LOG_N: tl.constexpr, BIT: tl.constexpr):
+    """0/1 = bit BIT of the index, laid along its axis of the [2] * LOG_N hypercube."""
+    return tl.reshape(tl.arange(0, 2), [1] * (LOG_N - 1 - BIT) + [2] + [1] * BIT)
+
+
+@triton.jit
+def _sort_ascending(x, LOG_N: tl.constexpr):
+    """Bitonic sort of the 1-D int tensor x (2**LOG_N entries, |x| < 2**30), ascending.
+
+    Same network as ``tl.sort``, but the compare-and-swap partner is found with ``tl.sum``
+    over a hypercube axis of size 2 (partner = pair sum - self) instead of ``tl.xor_sum``:
+    the interpreter runs ``tl.sum`` in NumPy but any other reduction element by element,
+    which made a 2048-key ``tl.sort`` take ~12 s on CPU.
+    """
+    h = tl.reshape(x, [2] * LOG_N)
+    for s in tl.static_range(1, LOG_N + 1):
+        # merge runs of 2**s keys: ascending where bit s of the index is 0, else descending
+        # (the last merge, s == LOG_N, is all ascending)
+        for j in tl.static_range(s - 1, -1, -1):
+            partner = tl.sum(h, axis=LOG_N - 1 - j, keep_dims=True) - h
+            upper = _bit_indicator(LOG_N, j)
+            if s < LOG_N:
+                take_min = upper == _bit_indicator(LOG_N, s)
+            else:
+                take_min = upper == 0
+            h = tl.where(take_min, tl.minimum(h, partner), tl.maximum(h, partner))
+    return tl.reshape(h, x.shape)
+
+
+@triton.jit
 def _plan_single_kernel(
     ids_ptr, stride_t, stride_j, top_k, num_routes, expert_lo, num_local,
     sorted_ptr, num_padded_cap, block_expert_ptr, num_blocks_cap,
     num_blocks_ptr, counts_ptr, off_ptr,
-    BLOCK_M: tl.constexpr, R_PAD: tl.constexpr, E_BINS: tl.constexpr, FILL: tl.constexpr,
+    BLOCK_M: tl.constexpr, R_PAD: tl.constexpr, LOG_R: tl.constexpr, E_BINS: tl.constexpr, FILL: tl.constexpr,
 ):
     """Whole blocked plan in one program (R <= 2048, E_local <= 2048).
 
     counts = histogram(local ids); padded = roundup(counts, BLOCK_M);
     off[e] = excl_cumsum(padded)[e] - excl_cumsum(counts)[e]   (scratch, [E_local]);
     stable sort of key = bin * 4096 + r (bin = E_local for routes not held);
-    sorted position i of expert e goes to off[e] + i.
+    sorted position i of expert e goes to off[e] + i (off gathered back through memory).
     """
     _fill_minus_one(sorted_ptr, 0, num_padded_cap, FILL)
     _fill_minus_one(block_expert_ptr, 0, num_blocks_cap, FILL)
@@ -73,9 +105,9 @@ def _plan_single_kernel(
     tl.store(num_blocks_ptr, tl.sum(padded, 0) // BLOCK_M)
 
     keys = (tl.where(held, local, num_local) << _SINGLE_KEY_BITS) + r
-    skeys = tl.sort(keys)
+    skeys = _sort_ascending(keys, LOG_R)
     s_e = skeys >> _SINGLE_KEY_BITS
-    s_r = skeys & ((1 << _SINGLE_KEY_BITS) - 1)
+    s_r = skeys & _SINGLE_KEY_MASK
     s_held = s_e < num_local
     # The -1 fill and the off[] stores above must be visible to every thread before the
     # scatter and the gather below.
@@ -149,7 +181,7 @@ def _plan_scatter_kernel(
     ids_ptr, stride_t, stride_j, top_k, num_routes, expert_lo, num_local,
     totals_ptr, chunk_off_ptr, pstart_ptr,
     sorted_ptr, block_expert_ptr, num_blocks_ptr, counts_ptr,
-    BLOCK_M: tl.constexpr, CHUNK: tl.constexpr, E_TILE: tl.constexpr,
+    BLOCK_M: tl.constexpr, CHUNK: tl.constexpr, LOG_CHUNK: tl.constexpr, E_TILE: tl.constexpr,
 ):
     """Parallel path, step 3, program c = chunk c.
 
@@ -175,7 +207,7 @@ def _plan_scatter_kernel(
     i = tl.arange(0, CHUNK)
     r = c * CHUNK + i
     held, local = _load_ids(ids_ptr, r, r < num_routes, top_k, stride_t, stride_j, expert_lo, num_local)
-    skeys = tl.sort(tl.where(held, local, num_local) * CHUNK + i)
+    skeys = _sort_ascending(tl.where(held, local, num_local) * CHUNK + i, LOG_CHUNK)
     s_e = skeys // CHUNK
     s_i = skeys % CHUNK
     s_held = s_e < num_local

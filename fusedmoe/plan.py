@@ -37,6 +37,15 @@ Launches per call (``plan_launches``): blocked, R <= 2048 and E_local <= 2048: O
 per chunk of 2048 routes, scan per expert tile, sort+scatter per chunk).  No-permute: one
 kernel.  R == 0: no kernel, two zero-fills (num_blocks, expert_counts).  Plain CPU tensors
 without ``TRITON_INTERPRET=1``: the torch reference, no kernel.
+
+Measured on one H200 (CUDA graph of 50 calls, median per call; random ids, block_m 16):
+one program R/E_local = 8/256: 1.9 us, 64/256: 2.2 us, 512/256: 4.6 us (5.5 at block_m 64),
+2048/512: 26 us, 2048/2048: 39 us; no-permute 8-64/256: 1.9 us; parallel 16k/256: 29 us,
+64k/256: 31 us, 256k/1024 (block_m 64): 43 us.  Eager (host-bound) calls took 40-100 us.
+What costs: a 2048-key bitonic sort in one CTA takes ~14 us (``tl.sort`` ~15 us) and
+``tl.histogram`` with 2048 bins ~10 us (512 bins ~2 us); both grow with the one-program
+path's R and E_local.  Smaller parallel chunks (256-512 routes, shorter sorts) are the first
+thing to try for R >= 1024; not yet measured.
 """
 
 from __future__ import annotations
@@ -66,6 +75,7 @@ _INT32_LIMIT = (1 << 31) - 1
 PAR_CHUNK = 2048
 PAR_E_TILE = 2048
 SCAN_TILE = 4096
+SCAN_MAX_CHUNKS = 256
 FILL = 1024
 
 
@@ -229,7 +239,7 @@ def _build(
             off = _empty(num_local, device)
             K._plan_single_kernel[(1,)](
                 *common, sorted_routes, padded, block_expert, blocks, num_blocks, counts, off,
-                BLOCK_M=block_m, R_PAD=r_pad, E_BINS=max(K.next_pow2(num_local), 16), FILL=FILL,
+                BLOCK_M=block_m, R_PAD=r_pad, LOG_R=r_pad.bit_length() - 1, E_BINS=max(K.next_pow2(num_local), 16), FILL=FILL,
                 num_warps=8 if r_pad >= 1024 else 4,
             )
         elif path == "parallel":
@@ -244,6 +254,8 @@ def _launch_parallel(K, common, num_routes, num_local, block_m, padded, blocks,
                      sorted_routes, block_expert, num_blocks, counts, chunk, e_tile):
     """Three launches: count (per chunk), scan (per expert tile), scatter (per chunk)."""
     device = sorted_routes.device
+    # No chunk wider than the routes need (R = 16 over 4096 experts sorts 16 keys, not 2048).
+    chunk = min(chunk, max(K.next_pow2(num_routes), 16))
     num_chunks = -(-num_routes // chunk)
     e_tile = max(min(e_tile, K.next_pow2(num_local)), 16)
     chunk_counts = _empty(num_chunks * num_local, device)
@@ -255,15 +267,15 @@ def _launch_parallel(K, common, num_routes, num_local, block_m, padded, blocks,
         block_expert, blocks, -(-blocks // num_chunks), chunk_counts, chunk_off,
         CHUNK=chunk, E_TILE=e_tile, FILL=FILL, num_warps=8 if chunk >= 1024 else 4,
     )
-    scan_chunks = min(K.next_pow2(num_chunks), 256)
+    scan_chunks = min(K.next_pow2(num_chunks), SCAN_MAX_CHUNKS)
     scan_experts = max(min(SCAN_TILE // scan_chunks, K.next_pow2(num_local)), 1)
     K._plan_chunk_scan_kernel[(-(-num_local // scan_experts),)](
         chunk_counts, chunk_off, totals, num_chunks, num_local,
-        CHUNKS=scan_chunks, EXPERTS=scan_experts, num_warps=4,
+        CHUNKS=scan_chunks, EXPERTS=scan_experts, num_warps=8,
     )
     K._plan_scatter_kernel[(num_chunks,)](
         *common, totals, chunk_off, pstart, sorted_routes, block_expert, num_blocks, counts,
-        BLOCK_M=block_m, CHUNK=chunk, E_TILE=e_tile, num_warps=8 if chunk >= 1024 else 4,
+        BLOCK_M=block_m, CHUNK=chunk, LOG_CHUNK=chunk.bit_length() - 1, E_TILE=e_tile, num_warps=8 if chunk >= 1024 else 4,
     )
 
 
