@@ -52,7 +52,8 @@ class MoEShape:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ValueError(f"name: expected a non-empty string, got {self.name!r}")
-        for field in ("num_experts", "top_k", "hidden_size", "intermediate_size", "n_groups", "topk_groups", "tp", "ep"):
+        for field in ("num_experts", "top_k", "hidden_size", "intermediate_size", "n_groups", "topk_groups", "tp",
+                      "ep"):
             _positive(field, getattr(self, field))
         if self.top_k > self.num_experts:
             raise ValueError(f"top_k: expected <= num_experts ({self.num_experts}), got {self.top_k}")

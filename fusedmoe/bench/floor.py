@@ -39,20 +39,21 @@ def count_routes(topk_ids: torch.Tensor, expert_offset: int = 0, num_local_exper
     return RouteCounts(int(torch.unique(held).numel()), int(held.numel()))
 
 
-def moved_bytes(active_experts: int, expert_nbytes: int, tokens: int, hidden: int, *, act_itemsize: int = 2,
-                out_itemsize: int = 2, shared: bool = False) -> int:
+def moved_bytes(active_experts: float, expert_nbytes: int, tokens: int, hidden: int, *, act_itemsize: int = 2,
+                out_itemsize: int = 2, shared: bool = False) -> float:
     """Bytes one call must move: active experts' weights, x [M, H] read, out [M, H] written,
-    and shared_output [M, H] read when given."""
+    and shared_output [M, H] read when given.  ``active_experts`` may be a mean over routings."""
     for name, v in (("active_experts", active_experts), ("expert_nbytes", expert_nbytes), ("tokens", tokens),
                     ("hidden", hidden)):
         if v < 0:
             raise ValueError(f"{name}: expected >= 0, got {v}")
     act = tokens * hidden
-    return active_experts * expert_nbytes + act * act_itemsize + act * out_itemsize + (act * out_itemsize if shared else 0)
+    return active_experts * expert_nbytes + act * (act_itemsize + out_itemsize * (2 if shared else 1))
 
 
-def layer_flops(held_routes: int, hidden: int, intermediate: int) -> int:
-    """2 * R_held * 3 * H * I: multiply-adds of the gate, up and down projections, times 2."""
+def layer_flops(held_routes: float, hidden: int, intermediate: int) -> float:
+    """2 * R_held * 3 * H * I: multiply-adds of the gate, up and down projections, times 2
+    (``held_routes`` may be a mean over routings)."""
     return 2 * held_routes * 3 * hidden * intermediate
 
 

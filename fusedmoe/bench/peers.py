@@ -1,0 +1,107 @@
+"""Peer implementations timed beside ours, in plain torch (the figures of PEERS-H200.md).
+
+- ``torch_naive``: the transformers eager loop: one-hot mask, a Python loop over the experts
+  that got routes (host sync), gather, two matmuls, ``index_add_``.  bf16/fp16 weights; not
+  graph-capturable.
+- ``torch_grouped_mm``: routes sorted by expert, ``torch._grouped_mm`` (bf16/fp16) or
+  ``torch._scaled_grouped_mm`` (fp8_tensor: activations quantised per row, weights' per-expert
+  scale broadcast per row) with the group offsets as a device tensor: no host sync, capturable.
+
+Both compute the layer with the activations the peer really uses (fp8 per row), and are
+compared against the reference without activation quantisation.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+
+PEERS = ("torch_grouped_mm", "torch_naive")
+_SUPPORTED = {"torch_grouped_mm": ("bf16", "fp16", "fp8_tensor"), "torch_naive": ("bf16", "fp16")}
+_FP8_MAX = 448.0
+
+
+def unsupported_reason(peer: str, fmt: str, device: torch.device) -> str | None:
+    """Why ``peer`` cannot run weights of format ``fmt`` on ``device``, or None when it can."""
+    if peer not in _SUPPORTED:
+        raise ValueError(f"peer: expected one of {list(PEERS)}, got {peer!r}")
+    if fmt not in _SUPPORTED[peer]:
+        return f"{peer} runs only {', '.join(_SUPPORTED[peer])}"
+    if fmt == "fp8_tensor" and device.type != "cuda":
+        return "torch._scaled_grouped_mm runs only on CUDA"
+    return None
+
+
+def _local_ids(topk_ids: torch.Tensor, expert_offset: int, num_experts: int) -> torch.Tensor:
+    from ..reference import held_routes
+
+    return held_routes(topk_ids, expert_offset, num_experts)
+
+
+def torch_naive(x: torch.Tensor, weights, topk_weights: torch.Tensor, topk_ids: torch.Tensor,
+                expert_offset: int = 0) -> torch.Tensor:
+    """The transformers-style loop over experts; x [M, H] -> [M, H] in x's dtype."""
+    e_local, inter = weights.num_experts, weights.intermediate_size
+    local = _local_ids(topk_ids, expert_offset, e_local)
+    mask = F.one_hot(local + 1, e_local + 1)[..., 1:].permute(2, 1, 0)  # [E, k, M]; unheld routes dropped
+    out = torch.zeros_like(x)
+    rw = topk_weights.to(x.dtype)
+    for e in (mask.sum(dim=(1, 2)) > 0).nonzero().flatten().tolist():
+        slot, tok = torch.where(mask[e])
+        gate_up = x[tok] @ weights.w13[e].T
+        h = F.silu(gate_up[:, :inter]) * gate_up[:, inter:]
+        y = (h @ weights.w2[e].T) * rw[tok, slot, None]
+        out.index_add_(0, tok, y)
+    return out
+
+
+def _quantize_rows(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-row dynamic e4m3 quantisation: (q [T, K], scale [T] fp32), a = q * scale.
+    Written here (not fusedmoe.quant's grouped helper) so the peer pays no padding copy."""
+    scale = a.abs().amax(dim=1).float().clamp(min=1e-12) / _FP8_MAX
+    q = (a.float() / scale[:, None]).clamp(-_FP8_MAX, _FP8_MAX).to(torch.float8_e4m3fn)
+    return q, scale
+
+
+def torch_grouped_mm(x: torch.Tensor, weights, topk_weights: torch.Tensor, topk_ids: torch.Tensor,
+                     expert_offset: int = 0) -> torch.Tensor:
+    """Sort routes by expert, two grouped GEMMs, weighted scatter-add; x [M, H] -> [M, H]."""
+    m, k = topk_ids.shape
+    e_local, inter = weights.num_experts, weights.intermediate_size
+    key = _local_ids(topk_ids, expert_offset, e_local).flatten()
+    key = torch.where(key >= 0, key, e_local)  # routes not held sort after every group
+    order = torch.argsort(key, stable=True)
+    counts = torch.zeros(e_local + 1, dtype=torch.int32, device=x.device)
+    counts.scatter_add_(0, key, torch.ones_like(key, dtype=torch.int32))
+    offs = torch.cumsum(counts[:e_local], 0, dtype=torch.int32)
+    tok = order // k
+    xs = x[tok]
+    if weights.format == "fp8_tensor":
+        n13, h = weights.w13.shape[1], weights.w13.shape[2]
+        s13 = weights.w13_scale[:, None].expand(e_local, n13).contiguous()
+        s2 = weights.w2_scale[:, None].expand(e_local, h).contiguous()
+        q, s = _quantize_rows(xs)
+        gate_up = torch._scaled_grouped_mm(q, weights.w13.transpose(1, 2), s, s13, offs=offs, out_dtype=x.dtype)
+        act = F.silu(gate_up[:, :inter]) * gate_up[:, inter:]
+        q, s = _quantize_rows(act)
+        y = torch._scaled_grouped_mm(q, weights.w2.transpose(1, 2), s, s2, offs=offs, out_dtype=x.dtype)
+    else:
+        gate_up = torch._grouped_mm(xs, weights.w13.transpose(1, 2), offs=offs)
+        act = F.silu(gate_up[:, :inter]) * gate_up[:, inter:]
+        y = torch._grouped_mm(act, weights.w2.transpose(1, 2), offs=offs)
+    held = (key[order] < e_local)[:, None]
+    # Rows past the last group are not written by the grouped GEMM: mask them, do not multiply.
+    y = torch.where(held, y.float() * topk_weights.flatten()[order, None].float(), 0.0)
+    out = torch.zeros(m, x.shape[1], dtype=torch.float32, device=x.device)
+    return out.index_add_(0, tok, y).to(x.dtype)
+
+
+def get_peer(name: str) -> Callable[..., torch.Tensor]:
+    """The peer function ``f(x, weights, topk_weights, topk_ids, expert_offset)`` named ``name``."""
+    if name == "torch_naive":
+        return torch_naive
+    if name == "torch_grouped_mm":
+        return torch_grouped_mm
+    raise ValueError(f"peer: expected one of {list(PEERS)}, got {name!r}")
