@@ -4,8 +4,12 @@ activations per row per 128-wide group along K.
 These are the definitions the kernels reproduce and the reference replays:
 
     scale = amax / 448            (amax of the group; a group of zeros gets scale 1)
-    q     = fp8(clamp(v / scale, -448, 448))    (round to nearest even)
+    q     = fp8(clamp(v / scale, -448, 448))    (round to nearest, ties to even)
     v'    = q * scale
+
+The rounding to the e4m3 grid is done here explicitly (``round_to_e4m3``) rather than by
+torch's float8 cast, so that the definition does not depend on how a torch build rounds ties:
+with bf16 inputs, v / scale lands exactly on a midpoint for ~0.1% of elements.
 """
 
 from __future__ import annotations
@@ -23,8 +27,18 @@ def _safe_scale(amax: torch.Tensor) -> torch.Tensor:
     return torch.where(amax > 0, amax / FP8_MAX, torch.ones_like(amax))
 
 
+def round_to_e4m3(v: torch.Tensor) -> torch.Tensor:
+    """float32 v, |v| <= 448 -> the nearest e4m3 value (ties to even), still float32.
+
+    Exact: the step of v's binade (2^(e-3), subnormals 2^-9) is a power of two, so v / step
+    is exact and torch.round (half to even) picks the neighbour."""
+    _, exp = torch.frexp(v)  # v = m * 2^exp, 0.5 <= |m| < 1
+    step = torch.ldexp(torch.ones_like(v), (exp - 4).clamp(min=-9))
+    return torch.round(v / step) * step
+
+
 def _to_fp8(v: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
-    return (v.to(torch.float32) / scale).clamp(-FP8_MAX, FP8_MAX).to(FP8_DTYPE)
+    return round_to_e4m3((v.to(torch.float32) / scale).clamp(-FP8_MAX, FP8_MAX)).to(FP8_DTYPE)
 
 
 def quantize_fp8_per_expert(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -50,7 +64,7 @@ def quantize_fp8_blocks(w: torch.Tensor, block: int = GROUP) -> tuple[torch.Tens
     e, n, k = w.shape
     blocks = _blocked(w, block)
     scale = _safe_scale(blocks.abs().amax(dim=(2, 4)))
-    q = (blocks / scale[:, :, None, :, None]).clamp(-FP8_MAX, FP8_MAX)
+    q = round_to_e4m3((blocks / scale[:, :, None, :, None]).clamp(-FP8_MAX, FP8_MAX))
     q = q.reshape(e, blocks.shape[1] * block, blocks.shape[3] * block)[:, :n, :k]
     return q.to(FP8_DTYPE).contiguous(), scale
 
