@@ -98,8 +98,7 @@ def test_all_routes_dropped_gives_shared_only(device):
 def test_route_direct_split_k_and_small_tiles(fmt, device):
     # Split K with the SwiGLU applied in the down kernel, and tiles smaller than I and H.
     weights, x, tw, ids = make_layer(2, 6, 3, 300, 136, fmt, device)
-    bk = 64 if fmt == "fp8_block" else 128
-    cfg = policy.RouteDirectConfig(policy.Tile(8, bk, 4, 2, split_k=3), policy.Tile(16, bk, 4, 2))
+    cfg = policy.RouteDirectConfig(policy.Tile(8, 128, 4, 1, split_k=3), policy.Tile(16, 128, 4, 1))
     run_and_check(weights, x, tw, ids, "route_direct", config=cfg)
 
 
@@ -132,3 +131,13 @@ def test_fuzz_against_reference(m, e, k, h, i, fmt, path, offset, data, device):
     tw = torch.rand(m, k, device=device)
     shared = torch.randn(m, h, device=device).to(ACT_DTYPE) if data.draw(st.booleans()) else None
     run_and_check(weights, x, tw, ids, path, shared=shared, offset=offset, n_global=n_global)
+
+
+def test_torch_compile_treats_the_op_as_one_node(device):
+    # Under torch.compile the layer is the registered op fusedmoe::fused_moe (fake tensors for
+    # tracing), fullgraph, with the same result as eager.
+    weights, x, tw, ids = make_layer(3, 4, 2, 64, 32, "fp8_block", device)
+    compiled = torch.compile(lambda a, w, i: fused_moe(a, weights, w, i, path="route_direct"),
+                             backend="aot_eager", fullgraph=True)
+    torch.testing.assert_close(compiled(x, tw, ids), fused_moe(x, weights, tw, ids, path="route_direct"),
+                               rtol=0, atol=0)

@@ -1,14 +1,22 @@
 """Triton kernels of the route-direct path (decode): no plan, no sort.
 
+At decode the layer is a stream of weight bytes; what limits a GEMV kernel is how many bytes
+each SM keeps in flight (plain loads are not software-pipelined), so both kernels issue one
+wide tile per step: BLOCK_K spans most or all of K.
+
 gate/up: one program per (route, tile of BLOCK_N rows of I, K split).  The route's expert is
-read straight from ``topk_ids``; the program streams the gate and up rows of its tile and
-reduces them against x[token] (a GEMV: weights upcast to fp32 in registers, activations kept
-in their input precision, "w8a16" for FP8).  With one K split it applies SwiGLU and writes
+read straight from ``topk_ids``; the program loads the gate and up rows of its tile [2*BLOCK_N,
+BLOCK_K] and reduces them against x[token] (weights upcast to fp32 in registers, activations
+kept in their input precision: "w8a16" for FP8).  With one K split it applies SwiGLU and writes
 act [R, I] fp32; with several it writes raw partial sums [S, R, 2I] fp32 and the down kernel
 reduces them and applies SwiGLU as it reads them (the split reduction costs no launch).
 
-down + combine: one program per (token, tile of BLOCK_N rows of H); loops over the token's
-routes in the fixed order j = 0..k-1, so the combine is deterministic and needs no position map.
+down + combine: one program per (token, tile of BLOCK_N rows of H) loads the rows of all the
+token's k experts at once, a [k, BLOCK_N, BLOCK_K] tile, and reduces over K, then over the
+routes with their weights: deterministic, no position map, no atomics.
+
+Block scales (W_SCALE == 2) need BLOCK_K to be a multiple of 128: products are summed per
+128-column group, scaled, then summed.
 """
 
 from __future__ import annotations
@@ -20,13 +28,14 @@ from .._epilogue_kernels import is_held, silu_mul
 
 
 @triton.jit
-def _gemv_step(w_ptrs, w_ok, v, ws_ptr, s_rows, stride_wsn, k0, W_SCALE: tl.constexpr):
-    """sum_k W[n, k] * v[k] over one K step, fp32 [N]; block scales applied (W_SCALE == 2)."""
-    w = tl.load(w_ptrs, mask=w_ok, other=0.0).to(tl.float32)
-    part = tl.sum(w * v[None, :], axis=1)
+def _row_dot(w, v, scale_ptrs, scale_ok, W_SCALE: tl.constexpr, ROWS: tl.constexpr, BLOCK_K: tl.constexpr):
+    """sum_k w[r, k] * v[r or broadcast, k] for w [ROWS, BLOCK_K] fp32; with block scales the
+    products are summed per 128 columns and scaled by scale_ptrs [ROWS, BLOCK_K/128] first."""
+    prod = w * v
     if W_SCALE == 2:
-        part = part * tl.load(ws_ptr + s_rows * stride_wsn + k0 // 128)
-    return part
+        part = tl.sum(tl.reshape(prod, (ROWS, BLOCK_K // 128, 128)), axis=2)
+        return tl.sum(part * tl.load(scale_ptrs, mask=scale_ok, other=0.0), axis=1)
+    return tl.sum(prod, axis=1)
 
 
 @triton.jit
@@ -57,15 +66,17 @@ def route_gate_up_kernel(
     k_lo = s * k_per
     k_hi = tl.minimum(H, k_lo + k_per)
     offs_k = tl.arange(0, BLOCK_K)
+    offs_g = tl.arange(0, BLOCK_K // 128) if W_SCALE == 2 else tl.arange(0, 1)
     w_base = w_ptr + e * stride_we + w_rows[:, None] * stride_wn
-    ws_base = ws_ptr + e * stride_wse
     acc = tl.zeros([2 * BLOCK_N], dtype=tl.float32)
     for k0 in range(k_lo, k_hi, BLOCK_K):
         kk = k0 + offs_k
         k_ok = kk < k_hi
         v = tl.load(x_ptr + tok * stride_x + kk, mask=k_ok, other=0.0).to(tl.float32)
-        acc += _gemv_step(w_base + kk[None, :], n_ok[:, None] & k_ok[None, :], v, ws_base, s_rows, stride_wsn,
-                          k0, W_SCALE)
+        w = tl.load(w_base + kk[None, :], mask=n_ok[:, None] & k_ok[None, :], other=0.0).to(tl.float32)
+        g = k0 // 128 + offs_g
+        acc += _row_dot(w, v[None, :], ws_ptr + e * stride_wse + s_rows[:, None] * stride_wsn + g[None, :],
+                        n_ok[:, None] & (g * 128 < k_hi)[None, :], W_SCALE, 2 * BLOCK_N, BLOCK_K)
     if W_SCALE == 1:
         acc = acc * tl.load(ws_ptr + e)
     if SPLIT_K == 1:
@@ -78,16 +89,18 @@ def route_gate_up_kernel(
 
 
 @triton.jit
-def _load_act(act_ptr, r, kk, k_ok, I, R, SPLIT_K: tl.constexpr):
-    """SwiGLU output of route r at columns kk, reducing the K-split partials if any."""
+def _load_act(act_ptr, r, ok, kk, I, R, SPLIT_K: tl.constexpr):
+    """SwiGLU output [KP, BLOCK_K] of routes r [KP] at columns kk, reducing K-split partials."""
+    mask = ok[:, None] & (kk < I)[None, :]
+    r64 = r.to(tl.int64)[:, None]
     if SPLIT_K == 1:
-        return tl.load(act_ptr + r.to(tl.int64) * I + kk, mask=k_ok, other=0.0)
-    gate = tl.zeros(kk.shape, dtype=tl.float32)
-    up = tl.zeros(kk.shape, dtype=tl.float32)
+        return tl.load(act_ptr + r64 * I + kk[None, :], mask=mask, other=0.0)
+    gate = tl.zeros([r.shape[0], kk.shape[0]], dtype=tl.float32)
+    up = tl.zeros([r.shape[0], kk.shape[0]], dtype=tl.float32)
     for s in tl.static_range(SPLIT_K):
-        base = act_ptr + (r.to(tl.int64) + s * R) * (2 * I)
-        gate += tl.load(base + kk, mask=k_ok, other=0.0)
-        up += tl.load(base + I + kk, mask=k_ok, other=0.0)
+        base = act_ptr + (r64 + s * R) * (2 * I) + kk[None, :]
+        gate += tl.load(base, mask=mask, other=0.0)
+        up += tl.load(base + I, mask=mask, other=0.0)
     return silu_mul(gate, up)
 
 
@@ -98,31 +111,40 @@ def route_down_kernel(
         TOPK: tl.constexpr, W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, HAS_SHARED: tl.constexpr,
         BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     """out[t, n] = sum_j w[t,j] * (W2_e act_r)[n] (+ shared[t, n]), r = t*TOPK + j, over held routes."""
+    KP: tl.constexpr = triton.next_power_of_2(TOPK)
     pid = tl.program_id(0)
     num_n = tl.cdiv(H, BLOCK_N)
     t = pid // num_n
     n = (pid % num_n) * BLOCK_N + tl.arange(0, BLOCK_N)
     n_ok = n < H
-    s_rows = n // 128
+    jj = tl.arange(0, KP)
+    r = t * TOPK + jj
+    gid = tl.load(ids_ptr + r, mask=jj < TOPK, other=-1)
+    held = is_held(gid, expert_offset, num_local)
+    e = tl.where(held, gid - expert_offset, 0).to(tl.int64)
+    w_rows = e[:, None, None] * stride_we + n[None, :, None].to(tl.int64) * stride_wn
+    row_ok = held[:, None] & n_ok[None, :]
     offs_k = tl.arange(0, BLOCK_K)
-    acc = tl.zeros([BLOCK_N], dtype=tl.float32)
-    for j in tl.static_range(TOPK):
-        r = t * TOPK + j
-        gid = tl.load(ids_ptr + r)
-        if is_held(gid, expert_offset, num_local):
-            e = (gid - expert_offset).to(tl.int64)
-            w_base = w_ptr + e * stride_we + n[:, None].to(tl.int64) * stride_wn
-            ws_base = ws_ptr + e * stride_wse
-            part = tl.zeros([BLOCK_N], dtype=tl.float32)
-            for k0 in range(0, I, BLOCK_K):
-                kk = k0 + offs_k
-                k_ok = kk < I
-                v = _load_act(act_ptr, r, kk, k_ok, I, R, SPLIT_K)
-                part += _gemv_step(w_base + kk[None, :], n_ok[:, None] & k_ok[None, :], v, ws_base, s_rows,
-                                   stride_wsn, k0, W_SCALE)
-            if W_SCALE == 1:
-                part = part * tl.load(ws_ptr + e)
-            acc += tl.load(tw_ptr + r).to(tl.float32) * part
+    offs_g = tl.arange(0, BLOCK_K // 128) if W_SCALE == 2 else tl.arange(0, 1)
+    s_base = ws_ptr + e[:, None] * stride_wse + (n // 128)[None, :] * stride_wsn
+    acc = tl.zeros([KP, BLOCK_N], dtype=tl.float32)
+    for k0 in range(0, I, BLOCK_K):
+        kk = k0 + offs_k
+        a = _load_act(act_ptr, r, held, kk, I, R, SPLIT_K)
+        w = tl.load(w_ptr + w_rows + kk[None, None, :], mask=row_ok[:, :, None] & (kk < I)[None, None, :],
+                    other=0.0).to(tl.float32)
+        w = tl.reshape(w, (KP * BLOCK_N, BLOCK_K))
+        v = tl.reshape(tl.broadcast_to(a[:, None, :], (KP, BLOCK_N, BLOCK_K)), (KP * BLOCK_N, BLOCK_K))
+        g = k0 // 128 + offs_g
+        sp = tl.reshape(tl.broadcast_to(s_base[:, :, None], (KP, BLOCK_N, offs_g.shape[0])),
+                        (KP * BLOCK_N, offs_g.shape[0])) + g[None, :]
+        s_ok = tl.reshape(tl.broadcast_to(row_ok[:, :, None], (KP, BLOCK_N, offs_g.shape[0])),
+                          (KP * BLOCK_N, offs_g.shape[0])) & (g * 128 < I)[None, :]
+        acc += tl.reshape(_row_dot(w, v, sp, s_ok, W_SCALE, KP * BLOCK_N, BLOCK_K), (KP, BLOCK_N))
+    route_w = tl.load(tw_ptr + r, mask=held, other=0.0).to(tl.float32)
+    if W_SCALE == 1:
+        route_w = route_w * tl.load(ws_ptr + e, mask=held, other=0.0)
+    total = tl.sum(acc * route_w[:, None], axis=0)
     if HAS_SHARED:
-        acc += tl.load(shared_ptr + t.to(tl.int64) * stride_s + n, mask=n_ok, other=0.0).to(tl.float32)
-    tl.store(out_ptr + t.to(tl.int64) * stride_o + n, acc.to(out_ptr.dtype.element_ty), mask=n_ok)
+        total += tl.load(shared_ptr + t.to(tl.int64) * stride_s + n, mask=n_ok, other=0.0).to(tl.float32)
+    tl.store(out_ptr + t.to(tl.int64) * stride_o + n, total.to(out_ptr.dtype.element_ty), mask=n_ok)

@@ -27,8 +27,8 @@ def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torc
     e_local, hidden, inter = weights.num_experts, weights.hidden_size, weights.intermediate_size
     gu, dn = config.gate_up, config.down
     split = gu.split_k
-    if weights.format == "fp8_block" and (128 % gu.block_k or 128 % dn.block_k):
-        raise ValueError("config: fp8_block needs block_k dividing 128 on both GEMMs")
+    if weights.format == "fp8_block" and (gu.block_k % 128 or dn.block_k % 128):
+        raise ValueError("config: fp8_block needs block_k a multiple of 128 on both GEMMs")
     act = torch.empty((r * inter) if split == 1 else (split * r * 2 * inter), dtype=torch.float32, device=x.device)
     ws, se, sn, mode = scale_args(weights, weights.w13_scale, x)
     route_gate_up_kernel[(r * triton.cdiv(inter, gu.block_n) * split,)](
