@@ -32,6 +32,18 @@ def _sm_count(index: int) -> int:
 INTERPRETER_SMS = 4
 
 
+@functools.lru_cache(maxsize=None)
+def _device_name(index: int) -> str:
+    return torch.cuda.get_device_name(index)
+
+
+def device_name(device: torch.device) -> str:
+    """'NVIDIA H200' for a CUDA device; 'interpreter' or 'cpu' otherwise (no tuned tables)."""
+    if device.type == "cuda":
+        return _device_name(device.index if device.index is not None else torch.cuda.current_device())
+    return "interpreter" if interpreting() else "cpu"
+
+
 def num_sms(device: torch.device) -> int:
     """Multiprocessor count of ``device`` (INTERPRETER_SMS off the GPU)."""
     if device.type == "cuda":

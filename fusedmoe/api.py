@@ -9,10 +9,12 @@ Paths (each computes the same function; ``path=`` forces one):
 
 from __future__ import annotations
 
+from typing import Optional
+
 import torch
 
 from . import policy
-from ._runtime import num_sms, runs_triton
+from ._runtime import device_name, num_sms, runs_triton
 from ._validate import FLOAT_ACTIVATION_DTYPES, ID_DTYPES, check_choice, check_int, check_tensor
 from .paths import grouped, route_direct
 from .reference import moe_reference
@@ -76,6 +78,20 @@ def _check_inputs(x, weights, topk_weights, topk_ids, expert_offset, num_local_e
     return n_global
 
 
+@torch.library.custom_op("fusedmoe::fused_moe", mutates_args=())
+def _fused_moe_op(x: torch.Tensor, w13: torch.Tensor, w2: torch.Tensor, w13_scale: Optional[torch.Tensor],
+                  w2_scale: Optional[torch.Tensor], fmt: str, topk_weights: torch.Tensor, topk_ids: torch.Tensor,
+                  expert_offset: int, num_experts: int, shared_output: Optional[torch.Tensor], path: str) -> torch.Tensor:
+    """The layer as a torch op (flat arguments), so that torch.compile treats it as one opaque node."""
+    weights = ExpertWeights(fmt, w13, w2, w13_scale, w2_scale)
+    return _run(x, weights, topk_weights, topk_ids, expert_offset, num_experts, shared_output, None, path, None)
+
+
+@_fused_moe_op.register_fake
+def _(x, w13, w2, w13_scale, w2_scale, fmt, topk_weights, topk_ids, expert_offset, num_experts, shared_output, path):
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
 def _capturing(t: torch.Tensor) -> bool:
     return t.is_cuda and torch.cuda.is_current_stream_capturing()
 
@@ -97,16 +113,32 @@ def fused_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Tenso
     n_global = _check_inputs(x, weights, topk_weights, topk_ids, expert_offset, num_local_experts, num_experts,
                              shared_output, out, path)
     m, k = topk_ids.shape
-    if check_ids and m and not _capturing(topk_ids):
+    if check_ids and m and not _capturing(topk_ids) and not torch.compiler.is_compiling():
         bad = (topk_ids < -1) | (topk_ids >= n_global)
         if bool(bad.any()):
             raise ValueError(f"topk_ids: expected ids in [-1, {n_global}), got values "
                              f"{topk_ids[bad].unique()[:8].tolist()}")
+    if torch.compiler.is_compiling() and config is None:
+        res = _fused_moe_op(x, weights.w13, weights.w2, weights.w13_scale, weights.w2_scale, weights.format,
+                            topk_weights, topk_ids, expert_offset, n_global, shared_output, path)
+        return res if out is None else out.copy_(res)
+    return _run(x, weights, topk_weights, topk_ids, expert_offset, n_global, shared_output, out, path, config)
+
+
+def _run(x, weights, topk_weights, topk_ids, expert_offset, n_global, shared_output, out, path, config):
+    """fused_moe after validation: choose the path and tiles, run into ``out``."""
+    m, k = topk_ids.shape
+    chosen = choose_path(m, k, weights, x.device) if path == "auto" else path
+    want = policy.RouteDirectConfig if chosen == "route_direct" else policy.GroupedConfig
+    if config is not None:
+        if not isinstance(config, want):
+            raise TypeError(f"config: path {chosen!r} takes a {want.__name__}, got {type(config).__name__}")
+        if not policy.legal(chosen, config, weights.format):
+            raise ValueError(f"config: {config} is not a legal {chosen!r} config for format {weights.format!r}")
     if out is None:
         out = torch.empty_like(x, memory_format=torch.contiguous_format)
     if m == 0:
         return out
-    chosen = choose_path(m, k, weights, x.device) if path == "auto" else path
     if not runs_triton(x):
         ref = moe_reference(x, weights, topk_weights, topk_ids, expert_offset=expert_offset,
                             shared_output=shared_output,
@@ -114,14 +146,10 @@ def fused_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Tenso
         return out.copy_(ref)
     topk_ids = topk_ids.to(torch.int32).contiguous()
     topk_weights = topk_weights.to(torch.float32).contiguous()
-    shape = (m, k, weights.num_experts, weights.hidden_size, weights.intermediate_size, weights.format)
+    cfg = config or policy.select_config(chosen, m, k, weights.num_experts, weights.hidden_size,
+                                         weights.intermediate_size, weights.format, device_name(x.device),
+                                         num_sms(x.device))
     if chosen == "route_direct":
-        cfg = config or policy.route_direct_config(*shape, num_sms(x.device))
-        if not isinstance(cfg, policy.RouteDirectConfig):
-            raise TypeError(f"config: path 'route_direct' takes a RouteDirectConfig, got {type(cfg).__name__}")
         return route_direct.route_direct_moe(x, weights, topk_weights, topk_ids, out, shared_output,
                                              expert_offset, cfg)
-    cfg = config or policy.grouped_config(*shape)
-    if not isinstance(cfg, policy.GroupedConfig):
-        raise TypeError(f"config: path 'grouped' takes a GroupedConfig, got {type(cfg).__name__}")
     return grouped.grouped_moe(x, weights, topk_weights, topk_ids, out, shared_output, expert_offset, n_global, cfg)

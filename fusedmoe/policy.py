@@ -7,11 +7,18 @@ the fallback and always give a config every GPU can run.
 
 from __future__ import annotations
 
+import functools
+import json
+import math
+import re
 from dataclasses import dataclass
+from pathlib import Path
 
 import triton
 
 from .weights import FP8_FORMATS
+
+CONFIG_DIR = Path(__file__).parent / "configs"
 
 
 @dataclass(frozen=True)
@@ -66,26 +73,89 @@ def grouped_config(m: int, top_k: int, num_experts: int, hidden: int, inter: int
 
 def route_direct_config(m: int, top_k: int, num_experts: int, hidden: int, inter: int, fmt: str,
                         num_sms: int) -> RouteDirectConfig:
-    """Heuristic tiles of the route-direct path: enough programs to keep every SM streaming
-    (>= 4 per SM), split K of the gate/up GEMV when the routes alone cannot give that."""
+    """Heuristic tiles of the route-direct path: wide K steps (bytes in flight), enough
+    programs to keep every SM streaming (>= 4 per SM), a K split of the gate/up GEMV when the
+    routes alone cannot give that."""
     routes = max(1, m * top_k)
     target = 4 * num_sms
-    bn = 64
-    while bn > 8 and routes * triton.cdiv(inter, bn) < target:
+    bn = 16
+    while bn > 4 and routes * triton.cdiv(inter, bn) < target:
         bn //= 2
     split = 1
-    while split < 8 and routes * triton.cdiv(inter, bn) * split < target and hidden // (split * 2) >= 512:
+    while split < 4 and routes * triton.cdiv(inter, bn) * split < target and hidden // (split * 2) >= 1024:
         split *= 2
-    bk = 128 if fmt == "fp8_block" else 256
-    dn = 64
-    while dn > 8 and max(1, m) * triton.cdiv(hidden, dn) < target:
+    gu_bk = min(1024, max(128, triton.next_power_of_2(triton.cdiv(hidden, split))))
+    dn = 16
+    while dn > 4 and max(1, m) * triton.cdiv(hidden, dn) < target:
         dn //= 2
-    return RouteDirectConfig(Tile(bn, bk, 4, 3, split), Tile(dn, min(bk, 128 if fmt == "fp8_block" else 256), 4, 3))
+    dn_bk = min(512 // max(1, dn // 4), max(128, triton.next_power_of_2(inter)))
+    return RouteDirectConfig(Tile(bn, gu_bk, 8, 1, split), Tile(dn, dn_bk, 8, 1))
 
 
 # Route-direct reads each route's expert rows once per route, the grouped path once per block:
 # route-direct wins while routes rarely share an expert and the fixed costs of sorting dominate.
 ROUTE_DIRECT_MAX_TOKENS = 8
+
+
+def device_dir_name(device_name: str) -> str:
+    """Folder of a device's tables: 'NVIDIA H200' -> 'NVIDIA_H200'."""
+    return re.sub(r"[^A-Za-z0-9]+", "_", device_name).strip("_")
+
+
+@functools.lru_cache(maxsize=None)
+def load_table(device_name: str, path: str) -> tuple[dict, ...]:
+    """Entries of ``configs/<device>/<path>.json`` (empty when there is none)."""
+    f = CONFIG_DIR / device_dir_name(device_name) / f"{path}.json"
+    return tuple(json.loads(f.read_text())["entries"]) if f.is_file() else ()
+
+
+def _from_dict(path: str, d: dict) -> GroupedConfig | RouteDirectConfig:
+    if path == "grouped":
+        return GroupedConfig(d["block_m"], Tile(**d["gate_up"]), Tile(**d["down"]))
+    return RouteDirectConfig(Tile(**d["gate_up"]), Tile(**d["down"]))
+
+
+def legal(path: str, cfg: GroupedConfig | RouteDirectConfig, fmt: str) -> bool:
+    """Whether the kernels accept ``cfg`` for weights of format ``fmt``."""
+    tiles = (cfg.gate_up, cfg.down)
+    pow2 = all(t.block_n >= 1 and t.block_n & (t.block_n - 1) == 0 and t.block_k & (t.block_k - 1) == 0 for t in tiles)
+    if path == "grouped":
+        scaled_ok = fmt not in FP8_FORMATS or (cfg.gate_up.block_n == 128 and all(128 % t.block_k == 0 for t in tiles))
+        return pow2 and scaled_ok and cfg.block_m >= 16 and all(t.block_k >= 16 and t.block_n >= 16 for t in tiles)
+    return pow2 and (fmt != "fp8_block" or all(t.block_k % 128 == 0 for t in tiles)) and cfg.down.split_k == 1
+
+
+# A table entry measured for one format also serves formats that stream the same bytes.
+_TABLE_FORMATS = {"bf16": ("bf16", "fp16"), "fp16": ("fp16", "bf16"), "fp8_tensor": ("fp8_tensor", "fp8_block"),
+                  "fp8_block": ("fp8_block", "fp8_tensor")}
+
+
+def tuned_config(path: str, device_name: str, m: int, top_k: int, num_experts: int, hidden: int, inter: int,
+                 fmt: str) -> GroupedConfig | RouteDirectConfig | None:
+    """The table entry for this shape and format (or a same-width format) nearest in token
+    count (log scale); None when the device has no matching legal entry."""
+    for f in _TABLE_FORMATS[fmt]:
+        cands = [e for e in load_table(device_name, path)
+                 if (e["num_experts"], e["top_k"], e["hidden"], e["inter"], e["format"]) ==
+                 (num_experts, top_k, hidden, inter, f)]
+        cands.sort(key=lambda e: abs(math.log2(e["tokens"]) - math.log2(max(1, m))))
+        for e in cands:
+            cfg = _from_dict(path, e["config"])
+            if legal(path, cfg, fmt):
+                return cfg
+    return None
+
+
+@functools.lru_cache(maxsize=4096)
+def select_config(path: str, m: int, top_k: int, num_experts: int, hidden: int, inter: int, fmt: str,
+                  device_name: str, num_sms: int) -> GroupedConfig | RouteDirectConfig:
+    """Tiles for a call: the device's tuned table where it has this shape, else the heuristic."""
+    cfg = tuned_config(path, device_name, m, top_k, num_experts, hidden, inter, fmt)
+    if cfg is not None:
+        return cfg
+    if path == "grouped":
+        return grouped_config(m, top_k, num_experts, hidden, inter, fmt)
+    return route_direct_config(m, top_k, num_experts, hidden, inter, fmt, num_sms)
 
 
 def choose_path(m: int, top_k: int, num_experts: int, hidden: int, inter: int, fmt: str, num_sms: int) -> str:

@@ -1,0 +1,211 @@
+"""``fusedmoe tune``: search tile configs on this GPU and write the tables the policy loads.
+
+    fusedmoe tune (--shape NAME[,NAME..]|peers | --config config.json) [--tp N] [--ep N]
+                  [--formats bf16,fp8_tensor] [--tokens 1,2,4,8,...] [--paths route_direct,grouped]
+                  [--budget-min 20] [--force] [--out-dir fusedmoe/configs]
+
+For each (shape, format, path, token count): coordinate descent from the policy's heuristic
+over the candidate tiles of each GEMM (and BLOCK_M for the grouped path), every candidate
+timed in a CUDA graph with weights and routings rotated past L2.  Entries are written to
+``<out-dir>/<device>/<path>.json`` after every case, so an interrupted run resumes where it
+stopped (existing entries are skipped unless --force).  Candidates are compiled first in
+parallel processes.  fp8_block reuses fp8 entries and fp16 bf16 ones when it has none.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import multiprocessing as mp
+import time
+from pathlib import Path
+from typing import Callable, Iterator
+
+import torch
+
+from . import policy
+from ._runtime import device_name, num_sms
+
+
+def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
+    """(field, value) moves of the coordinate descent: 'gate_up'/'down' tiles, 'block_m'."""
+    fp8 = fmt in ("fp8_tensor", "fp8_block")
+    if path == "route_direct":
+        for bn, bk, split in itertools.product((4, 8, 16), (512, 1024, 2048), (1, 2, 4)):
+            yield "gate_up", policy.Tile(bn, bk, 8, 1, split)
+        for dn, bk, warps in itertools.product((4, 8, 16), (128, 256, 512), (4, 8)):
+            yield "down", policy.Tile(dn, bk, warps, 1)
+        return
+    for bm in (16, 32, 64, 128):
+        yield "block_m", bm
+    gate_n = (128,) if fp8 else (32, 64, 128)
+    ks = (64, 128) if fp8 else (32, 64, 128)
+    for bn, bk, warps, stages in itertools.product(gate_n, ks, (4, 8), (3, 4)):
+        yield "gate_up", policy.Tile(bn, bk, warps, stages)
+    for bn, bk, warps, stages in itertools.product((64, 128, 256), ks, (4, 8), (3, 4)):
+        yield "down", policy.Tile(bn, bk, warps, stages)
+
+
+def apply(cfg, field: str, value):
+    """``cfg`` with one field replaced."""
+    if field == "block_m":
+        return policy.GroupedConfig(value, cfg.gate_up, cfg.down)
+    if isinstance(cfg, policy.GroupedConfig):
+        return policy.GroupedConfig(cfg.block_m, *(value if f == field else getattr(cfg, f) for f in ("gate_up", "down")))
+    return policy.RouteDirectConfig(*(value if f == field else getattr(cfg, f) for f in ("gate_up", "down")))
+
+
+def descend(start, moves: list[tuple[str, object]], fmt: str, path: str, time_us: Callable[[object], float],
+            deadline: float) -> tuple[object, float, float]:
+    """One coordinate-descent sweep: for each field in turn, try every move from the best so far.
+    Returns (best config, its time, the start's time); illegal or failing candidates are skipped."""
+    best, t_best = start, time_us(start)
+    t_start = t_best
+    for field in dict.fromkeys(f for f, _ in moves):
+        base = best
+        for f, v in moves:
+            if f != field or time.monotonic() > deadline:
+                continue
+            cfg = apply(base, f, v)
+            if cfg == best or not policy.legal(path, cfg, fmt):
+                continue
+            try:
+                t = time_us(cfg)
+            except Exception:  # a config the compiler or the GPU rejects is not a candidate
+                continue
+            if t < t_best:
+                best, t_best = cfg, t
+    return best, t_best, t_start
+
+
+def _case_timer(shape, fmt: str, path: str, m: int, device: torch.device) -> Callable[[object], float]:
+    """A function timing fused_moe(config=...) on this case (graph-timed, weights rotated)."""
+    from .api import fused_moe
+    from .bench import harness
+    from .weights import ExpertWeights
+
+    w13, w2 = harness.random_weights(shape, device)
+    w0 = ExpertWeights.from_dense(w13, w2, fmt)
+    del w13, w2
+    active = harness.expected_active_experts(shape, m) * w0.expert_nbytes
+    copies = [w0] + [harness._copy_weights(w0) for _ in range(min(16, harness.copies_needed(active, 200e6)) - 1)]
+    gen = torch.Generator(device=device).manual_seed(m)
+    routings = [harness.random_routing(shape, m, gen, "softmax") for _ in copies]
+    x = torch.randn(m, shape.hidden_size, device=device, generator=gen).to(torch.bfloat16)
+    out = torch.empty_like(x)
+    settings = harness.Settings.for_device(device, replays=10, eager_replays=1, warmup=1)
+
+    def time_us(cfg) -> float:
+        calls = [lambda w=w, r=r: fused_moe(x, w, r[0], r[1], path=path, out=out, config=cfg, check_ids=False,
+                                            num_experts=shape.num_experts)
+                 for w, r in zip(copies, routings)]
+        graph_us, _, _ = harness._time_cuda(calls * max(1, 20 // len(calls)), settings, True)
+        if graph_us is None:
+            raise RuntimeError("graph capture failed")
+        return graph_us
+
+    return time_us
+
+
+def _precompile(job) -> None:
+    """Compile a case's candidates by running each once (in a worker process)."""
+    shape, fmt, path, m = job
+    from .api import fused_moe
+    from .weights import ExpertWeights
+
+    dev = torch.device("cuda")
+    e, h, i, k = shape.num_local_experts, shape.hidden_size, shape.intermediate_size, shape.top_k
+    w = ExpertWeights.from_dense(torch.randn(e, 2 * i, h, device=dev) * 0.02, torch.randn(e, h, i, device=dev) * 0.02,
+                                 fmt)
+    x = torch.randn(m, h, device=dev).bfloat16()
+    ids = torch.randint(0, e, (m, k), device=dev, dtype=torch.int32)
+    tw = torch.rand(m, k, device=dev)
+    base = policy.select_config(path, m, k, e, h, i, fmt, device_name(dev), num_sms(dev))
+    for field, value in candidates(path, fmt):
+        cfg = apply(base, field, value)
+        if policy.legal(path, cfg, fmt):
+            try:
+                fused_moe(x, w, tw, ids, path=path, config=cfg, check_ids=False)
+            except Exception:
+                pass
+    torch.cuda.synchronize()
+
+
+def _table_path(out_dir: Path, dev_name: str, path: str) -> Path:
+    return out_dir / policy.device_dir_name(dev_name) / f"{path}.json"
+
+
+def _entry_key(e: dict) -> tuple:
+    return (e["num_experts"], e["top_k"], e["hidden"], e["inter"], e["format"], e["tokens"])
+
+
+def run(shapes, formats, tokens, paths, budget_s: float, out_dir: Path, force: bool = False) -> int:
+    """Tune every case within ``budget_s`` seconds; returns the number of entries written."""
+    from .bench.report import Progress
+
+    dev = torch.device("cuda")
+    dev_name = device_name(dev)
+    deadline = time.monotonic() + budget_s
+    written = 0
+    for path in paths:
+        table_file = _table_path(out_dir, dev_name, path)
+        doc = json.loads(table_file.read_text()) if table_file.is_file() else dict(
+            path=path, device=dev_name, triton=__import__("triton").__version__, torch=torch.__version__,
+            source="fusedmoe tune", entries=[])
+        done = {_entry_key(e) for e in doc["entries"]}
+        cases = [(s, f, m) for s in shapes for f in formats for m in tokens
+                 if force or (s.num_local_experts, s.top_k, s.hidden_size, s.intermediate_size, f, m) not in done]
+        jobs = list(dict.fromkeys((s, f, path, min(tokens)) for s, f, _ in cases))
+        if jobs:
+            with mp.get_context("spawn").Pool(min(12, len(jobs))) as pool:
+                pool.map(_precompile, jobs)
+        progress = Progress(len(cases))
+        for shape, fmt, m in cases:
+            if time.monotonic() > deadline:
+                print(f"time budget spent: {len(cases) - progress.done} cases of {path} left for a resumed run")
+                break
+            timer = _case_timer(shape, fmt, path, m, dev)
+            start = policy.select_config(path, m, shape.top_k, shape.num_local_experts, shape.hidden_size,
+                                         shape.intermediate_size, fmt, dev_name, num_sms(dev))
+            best, t_best, t_start = descend(start, list(candidates(path, fmt)), fmt, path, timer, deadline)
+            key = (shape.num_local_experts, shape.top_k, shape.hidden_size, shape.intermediate_size, fmt, m)
+            doc["entries"] = [e for e in doc["entries"] if _entry_key(e) != key] + [dict(
+                num_experts=key[0], top_k=key[1], hidden=key[2], inter=key[3], format=fmt, tokens=m,
+                config=_as_dict(best), us=round(t_best, 2), start_us=round(t_start, 2))]
+            table_file.parent.mkdir(parents=True, exist_ok=True)
+            table_file.write_text(json.dumps(doc, indent=1) + "\n")
+            written += 1
+            progress.step(f"{path} {shape.name} {fmt} M={m}: {t_start:.1f} -> {t_best:.1f} us")
+    policy.load_table.cache_clear()
+    policy.select_config.cache_clear()
+    return written
+
+
+def _as_dict(cfg) -> dict:
+    from dataclasses import asdict
+
+    return asdict(cfg)
+
+
+def main(argv: list[str]) -> int:
+    from .cli import _add_shape_args, _choices, _ints, _shapes
+
+    ap = argparse.ArgumentParser(prog="fusedmoe tune", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_shape_args(ap)
+    ap.add_argument("--formats", default="bf16,fp8_tensor")
+    ap.add_argument("--tokens", default="1,2,4,8,16,32,64,128,512,2048,8192")
+    ap.add_argument("--paths", default="route_direct,grouped")
+    ap.add_argument("--budget-min", type=float, default=20.0, help="stop after this many minutes (resumable)")
+    ap.add_argument("--force", action="store_true", help="re-tune cases that already have an entry")
+    ap.add_argument("--out-dir", type=Path, default=policy.CONFIG_DIR)
+    args = ap.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("fusedmoe tune: needs a CUDA GPU (it times kernels); nothing to do on this machine")
+        return 2
+    n = run(_shapes(args), _choices("--formats", args.formats, ("bf16", "fp16", "fp8_tensor", "fp8_block")),
+            _ints("--tokens", args.tokens), _choices("--paths", args.paths, ("route_direct", "grouped")),
+            args.budget_min * 60, args.out_dir, args.force)
+    print(f"{n} table entries written under {args.out_dir}")
+    return 0

@@ -1,0 +1,85 @@
+"""Policy: heuristics, tuned-table lookup and its fallbacks, and the tuner's search loop."""
+
+import json
+
+import pytest
+
+from fusedmoe import policy, tune
+from fusedmoe.weights import FORMATS
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("m,k,e,h,i", [(1, 8, 128, 2048, 768), (8, 2, 8, 4096, 7168), (4096, 8, 256, 7168, 256),
+                                       (3, 1, 1, 72, 40), (64, 4, 33, 2880, 720)])
+def test_heuristics_are_always_legal(fmt, m, k, e, h, i):
+    # Whatever the shape, the built-in heuristic gives a config the kernels accept.
+    assert policy.legal("grouped", policy.grouped_config(m, k, e, h, i, fmt), fmt)
+    assert policy.legal("route_direct", policy.route_direct_config(m, k, e, h, i, fmt, 132), fmt)
+
+
+def _write_table(tmp_path, monkeypatch, entries, path="route_direct"):
+    d = tmp_path / "NVIDIA_H200"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / f"{path}.json").write_text(json.dumps({"entries": entries}))
+    monkeypatch.setattr(policy, "CONFIG_DIR", tmp_path)
+    policy.load_table.cache_clear()
+    policy.select_config.cache_clear()
+
+
+def _entry(tokens, bn, fmt="bf16", bk=1024):
+    return dict(num_experts=128, top_k=8, hidden=2048, inter=768, format=fmt, tokens=tokens,
+                config=dict(gate_up=dict(block_n=bn, block_k=bk, num_warps=8, num_stages=1, split_k=1),
+                            down=dict(block_n=16, block_k=128, num_warps=8, num_stages=1, split_k=1)))
+
+
+def test_table_lookup_nearest_bucket_and_fallbacks(tmp_path, monkeypatch):
+    _write_table(tmp_path, monkeypatch, [_entry(1, 4), _entry(8, 16), _entry(8, 8, "fp8_tensor", 192)])
+    find = lambda m, fmt="bf16", dev="NVIDIA H200", e=128: policy.tuned_config(  # noqa: E731
+        "route_direct", dev, m, 8, e, 2048, 768, fmt)
+    assert find(1).gate_up.block_n == 4
+    assert find(2).gate_up.block_n == 4       # log-nearest: 2 is nearer 1 than 8
+    assert find(5).gate_up.block_n == 16      # and 5 nearer 8
+    assert find(1, "fp16").gate_up.block_n == 4  # fp16 uses bf16 entries (same bytes)
+    # An illegal entry (block_k not a power of two) is never returned: heuristic instead.
+    assert find(8, "fp8_tensor") is None
+    assert find(1, dev="Some Other GPU") is None   # no table for the device
+    assert find(1, e=64) is None                   # no entry for the shape
+    cfg = policy.select_config("route_direct", 1, 8, 64, 2048, 768, "bf16", "NVIDIA H200", 132)
+    assert cfg == policy.route_direct_config(1, 8, 64, 2048, 768, "bf16", 132)
+
+
+def test_fp8_block_legality(tmp_path, monkeypatch):
+    # fp8_block needs K steps that are multiples of 128 on the route-direct path.
+    _write_table(tmp_path, monkeypatch, [_entry(1, 8, "fp8_tensor", 64)])
+    assert policy.tuned_config("route_direct", "NVIDIA H200", 1, 8, 128, 2048, 768, "fp8_tensor") is not None
+    assert policy.tuned_config("route_direct", "NVIDIA H200", 1, 8, 128, 2048, 768, "fp8_block") is None
+
+
+def test_committed_h200_tables_are_legal():
+    # Every shipped entry loads and is legal for its own format.
+    for path in ("route_direct", "grouped"):
+        for e in policy.load_table("NVIDIA H200", path):
+            assert policy.legal(path, policy._from_dict(path, e["config"]), e["format"]), e
+
+
+def test_descend_finds_the_minimum_and_skips_failures():
+    # The tuner's coordinate descent, with a fake timer: fastest block_n 8, block_k 512; one candidate crashes.
+    start = policy.RouteDirectConfig(policy.Tile(16, 1024, 8, 1), policy.Tile(16, 128, 8, 1))
+
+    def fake_time(cfg):
+        if cfg.gate_up.block_n == 4:
+            raise RuntimeError("compile error")
+        return abs(cfg.gate_up.block_n - 8) + abs(cfg.gate_up.block_k - 512) / 512 + cfg.down.block_n / 100 + 10
+
+    best, t_best, t_start = tune.descend(start, list(tune.candidates("route_direct", "bf16")), "bf16",
+                                         "route_direct", fake_time, deadline=float("inf"))
+    assert (best.gate_up.block_n, best.gate_up.block_k, best.down.block_n) == (8, 512, 4)
+    assert t_best < t_start
+
+
+def test_tune_refuses_without_gpu(capsys):
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    assert tune.main(["--shape", "qwen3_30b_a3b"]) == 2
+    assert "needs a CUDA GPU" in capsys.readouterr().out
