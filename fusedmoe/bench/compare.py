@@ -1,0 +1,95 @@
+"""Compare a ``fusedmoe bench`` results.json with published peer figures (PEERS-H200.md).
+
+    python -m fusedmoe.bench.compare RESULTS.json [--peers ../shared/PEERS-H200.md] [--impl auto]
+
+Prints a markdown table per (shape, format, M): our time, % of floor, the peer's time and the
+speedup over it, plus the decode prototype's time where that file has one, and a summary line
+(median / min % of floor, geometric-mean speedup, cases slower than the peer).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import statistics
+from pathlib import Path
+
+
+def parse_peer_times(text: str, peer: str = "vllm_triton") -> dict[tuple[str, str, int], float]:
+    """(shape, format, M) -> us from the 'Time per call' table of PEERS-H200.md."""
+    out: dict[tuple[str, str, int], float] = {}
+    section = text.split("## Time per call (us)", 1)[-1].split("\n## ", 1)[0]
+    cols: list[int] = []
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if cells and cells[0].startswith("shape"):
+            cols = [int(c[2:]) for c in cells[1:]]
+        elif cols and len(cells) == len(cols) + 1 and " / " in cells[0]:
+            shape, fmt, who = (s.strip() for s in cells[0].split(" / "))
+            if who == peer:
+                for m, v in zip(cols, cells[1:]):
+                    if v:
+                        out[(shape, fmt, m)] = float(v)
+    return out
+
+
+def parse_prototype_times(text: str) -> dict[tuple[str, str, int], float]:
+    """(shape, format, M) -> us of the decode prototype table (rows 'shape | format | M | ...')."""
+    out = {}
+    for m in re.finditer(r"^\| (\w+) \| (\w+) \| (\d+) \| [\d.]+ \| [\d.]+ \| ([\d.]+) \|", text, re.M):
+        out[(m.group(1), m.group(2), int(m.group(3)))] = float(m.group(4))
+    return out
+
+
+def compare(results: list[dict], peer_times: dict, proto_times: dict, impl: str = "auto") -> tuple[list[dict], dict]:
+    """Rows of the comparison and a summary dict."""
+    rows = []
+    for r in results:
+        if r.get("impl") != impl or r.get("status") != "ok" or r.get("us") is None:
+            continue
+        key = (r["shape"], r["format"], r["tokens"])
+        peer = peer_times.get(key)
+        rows.append(dict(shape=key[0], format=key[1], M=key[2], us=r["us"], pct_floor=r["pct_floor"], peer_us=peer,
+                         speedup=(peer / r["us"]) if peer else None, prototype_us=proto_times.get(key)))
+    speedups = [x["speedup"] for x in rows if x["speedup"]]
+    pcts = [x["pct_floor"] for x in rows]
+    summary = dict(cases=len(rows),
+                   median_pct_floor=statistics.median(pcts) if pcts else None,
+                   min_pct_floor=min(pcts) if pcts else None,
+                   geomean_speedup=math.exp(statistics.fmean(map(math.log, speedups))) if speedups else None,
+                   slower_than_peer=sum(s < 1 for s in speedups),
+                   slower_than_prototype=sum(1 for x in rows if x["prototype_us"] and x["us"] > x["prototype_us"]))
+    return rows, summary
+
+
+def to_markdown(rows: list[dict], summary: dict, peer: str) -> str:
+    f = lambda v, p=1: "" if v is None else f"{v:.{p}f}"  # noqa: E731
+    lines = [f"| shape | format | M | ours us | % floor | {peer} us | speedup | prototype us |",
+             "|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['shape']} | {r['format']} | {r['M']} | {f(r['us'])} | {f(r['pct_floor'], 0)} | {f(r['peer_us'])} | "
+              f"{f(r['speedup'], 2)} | {f(r['prototype_us'])} |" for r in rows]
+    s = summary
+    lines += ["", f"{s['cases']} cases: median {f(s['median_pct_floor'], 0)}% of floor, min {f(s['min_pct_floor'], 0)}%, "
+                  f"geomean speedup over {peer} {f(s['geomean_speedup'], 2)}x, {s['slower_than_peer']} slower than it, "
+                  f"{s['slower_than_prototype']} slower than the prototype."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("results", type=Path)
+    ap.add_argument("--peers", type=Path, default=Path(__file__).resolve().parents[3] / "shared" / "PEERS-H200.md")
+    ap.add_argument("--peer", default="vllm_triton")
+    ap.add_argument("--impl", default="auto", help="which of our implementations to compare (default auto)")
+    args = ap.parse_args(argv)
+    text = args.peers.read_text()
+    rows, summary = compare(json.loads(args.results.read_text())["results"], parse_peer_times(text, args.peer),
+                            parse_prototype_times(text), args.impl)
+    print(to_markdown(rows, summary, args.peer), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The whole GPU check in one call (issue 2, item 9): the test suite on CUDA, accuracy at real
+# shapes, CUDA-graph replay with changed inputs, compute-sanitizer memcheck, wgmma in SASS.
+# Usage: scripts/gpu_check.sh OUT_DIR [steps...]   steps: tests accuracy graphs memcheck sass (default all)
+set -u
+out=${1:?usage: scripts/gpu_check.sh OUT_DIR [steps...]}; shift
+steps=${*:-tests accuracy graphs memcheck sass}
+mkdir -p "$out"
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+export TRITON_CACHE_DIR=${TRITON_CACHE_DIR:-/tmp/fusedmoe-triton-cache}
+status=0
+run() { echo "=== $1"; shift; "$@" || { echo "=== FAILED: $*"; status=1; }; }
+for step in $steps; do
+  case $step in
+    tests) run tests env FUSEDMOE_FUZZ=${FUSEDMOE_FUZZ:-40} timeout 400 python -m pytest tests -q -x -p no:warnings \
+             2>&1 | tee "$out/pytest.log" | tail -5 ;;
+    accuracy) run accuracy timeout 400 python scripts/gpu_check.py accuracy --out "$out" > "$out/accuracy.log" 2>&1
+              tail -3 "$out/accuracy.log"; grep -c FAIL "$out/accuracy.log" ;;
+    graphs) run graphs timeout 200 python scripts/gpu_check.py graphs --out "$out" 2>&1 | tail -4 ;;
+    memcheck) run memcheck env PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 300 compute-sanitizer --tool memcheck \
+                --error-exitcode 9 python scripts/gpu_check.py sanitize > "$out/memcheck.log" 2>&1
+              tail -3 "$out/memcheck.log" ;;
+    sass) echo "=== sass: wgmma instructions per Triton kernel (HGMMA bf16/fp16, QGMMA fp8)"
+          for f in $(find "$TRITON_CACHE_DIR" -name '*.cubin'); do
+            n=$(basename "$f" .cubin); h=$(cuobjdump -sass "$f" | grep -c 'HGMMA'); q=$(cuobjdump -sass "$f" | grep -c 'QGMMA')
+            echo "$n HGMMA=$h QGMMA=$q"
+          done | sort | uniq -c | tee "$out/sass.txt" ;;
+  esac
+done
+exit $status
