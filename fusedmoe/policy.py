@@ -23,13 +23,15 @@ CONFIG_DIR = Path(__file__).parent / "configs"
 
 @dataclass(frozen=True)
 class Tile:
-    """One GEMM launch: rows of N per program, K step, warps, pipeline depth, K splits."""
+    """One GEMM launch: rows of N per program, K step, warps, pipeline depth, K splits, and
+    swap_ab (grouped path: weights on the MMA's M side, routes on N, for BLOCK_M < 64)."""
 
     block_n: int
     block_k: int
     num_warps: int = 4
     num_stages: int = 3
     split_k: int = 1
+    swap_ab: bool = False
 
 
 @dataclass(frozen=True)
@@ -61,14 +63,20 @@ def grouped_block_m(num_routes: int, num_experts: int) -> int:
 
 
 def grouped_config(m: int, top_k: int, num_experts: int, hidden: int, inter: int, fmt: str) -> GroupedConfig:
-    """Heuristic tiles of the grouped path."""
+    """Heuristic tiles of the grouped path.
+
+    Read off the sm_90 compile report (scripts/compile_check.py): wgmma needs 64 rows per
+    warpgroup, so BLOCK_M 16/32 swap A and B (weights on the M side) or they fall back to
+    mma.sync; FP8 gate/up at BLOCK_M 128 spills (163 LDL/STL), at 64 it does not."""
     bm = grouped_block_m(m * top_k, num_experts)
-    warps = 4 if bm <= 32 else 8
+    swap = bm < 64
+    warps = 4 if swap else 8
     if fmt in FP8_FORMATS:
         # BLOCK_N = 128 on gate/up: the tile holds one whole 128-group of the SwiGLU output, so
         # its FP8 requantisation is fused into the epilogue.  BLOCK_K = 128: one scale per step.
-        return GroupedConfig(bm, Tile(128, 128, warps, 3), Tile(128, 128, warps, 3))
-    return GroupedConfig(bm, Tile(64, 64, warps, 3), Tile(128, 64, warps, 3))
+        bm = min(bm, 64)
+        return GroupedConfig(bm, Tile(128, 128, warps, 3, swap_ab=swap), Tile(128, 128, warps, 3, swap_ab=swap))
+    return GroupedConfig(bm, Tile(64, 64, warps, 3, swap_ab=swap), Tile(128, 64, warps, 3, swap_ab=swap))
 
 
 def route_direct_config(m: int, top_k: int, num_experts: int, hidden: int, inter: int, fmt: str,
@@ -132,8 +140,10 @@ def legal(path: str, cfg: GroupedConfig | RouteDirectConfig, fmt: str) -> bool:
     pow2 = all(t.block_n >= 1 and t.block_n & (t.block_n - 1) == 0 and t.block_k & (t.block_k - 1) == 0 for t in tiles)
     if path == "grouped":
         scaled_ok = fmt not in FP8_FORMATS or (cfg.gate_up.block_n == 128 and all(128 % t.block_k == 0 for t in tiles))
-        return pow2 and scaled_ok and cfg.block_m >= 16 and all(t.block_k >= 16 and t.block_n >= 16 for t in tiles)
-    return pow2 and (fmt != "fp8_block" or all(t.block_k % 128 == 0 for t in tiles)) and cfg.down.split_k == 1
+        return (pow2 and scaled_ok and cfg.block_m >= 16 and all(t.block_k >= 16 and t.block_n >= 16 for t in tiles)
+                and all(t.split_k == 1 for t in tiles))
+    return (pow2 and (fmt != "fp8_block" or all(t.block_k % 128 == 0 for t in tiles)) and cfg.down.split_k == 1
+            and not any(t.swap_ab for t in tiles))
 
 
 # A table entry measured for one format also serves formats that stream the same bytes.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole GPU check in one call (issue 2, item 9): the test suite on CUDA, accuracy at real
-# shapes, CUDA-graph replay with changed inputs, compute-sanitizer memcheck, wgmma in SASS.
+# shapes, CUDA-graph replay with changed inputs, compute-sanitizer memcheck, wgmma and spills in SASS
+# (the last also runs without a GPU: scripts/compile_check.py).
 # Usage: scripts/gpu_check.sh OUT_DIR [steps...]   steps: tests accuracy graphs memcheck sass (default all)
 set -u
 out=${1:?usage: scripts/gpu_check.sh OUT_DIR [steps...]}; shift
@@ -20,11 +21,7 @@ for step in $steps; do
     memcheck) run memcheck env PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 300 compute-sanitizer --tool memcheck \
                 --error-exitcode 9 python scripts/gpu_check.py sanitize > "$out/memcheck.log" 2>&1
               tail -3 "$out/memcheck.log" ;;
-    sass) echo "=== sass: wgmma instructions per Triton kernel (HGMMA bf16/fp16, QGMMA fp8)"
-          for f in $(find "$TRITON_CACHE_DIR" -name '*.cubin'); do
-            n=$(basename "$f" .cubin); h=$(cuobjdump -sass "$f" | grep -c 'HGMMA'); q=$(cuobjdump -sass "$f" | grep -c 'QGMMA')
-            echo "$n HGMMA=$h QGMMA=$q"
-          done | sort | uniq -c | tee "$out/sass.txt" ;;
+    sass) run sass env -u TRITON_INTERPRET python scripts/compile_check.py --json "$out/sass.json" ;;
   esac
 done
 exit $status

@@ -102,12 +102,16 @@ def test_route_direct_split_k_and_small_tiles(fmt, device):
     run_and_check(weights, x, tw, ids, "route_direct", config=cfg)
 
 
-@pytest.mark.parametrize("block_m", [16, 32, 64])
-def test_grouped_block_sizes(block_m, device):
-    # Every BLOCK_M the policy can pick, on a skewed routing (half the routes on expert 0).
-    weights, x, tw, ids = make_layer(40, 6, 2, 64, 48, "fp8_block", device)
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("block_m,swap_ab", [(16, True), (32, True), (32, False), (64, False)])
+def test_grouped_block_sizes_and_swap_ab(block_m, swap_ab, fmt, device):
+    # BLOCK_M the policy can pick, with and without swap-AB (weights on the MMA's M side), on
+    # a skewed routing (half the routes on expert 0) and ragged H, I.
+    weights, x, tw, ids = make_layer(40, 6, 2, 72, 136, fmt, device)
     ids[::2, 0] = 0
-    cfg = policy.GroupedConfig(block_m, policy.Tile(128, 64, 4, 2), policy.Tile(64, 64, 4, 2))
+    gate_n = 128 if fmt != PLAIN_FORMAT else 32
+    cfg = policy.GroupedConfig(block_m, policy.Tile(gate_n, 64, 4, 2, swap_ab=swap_ab),
+                               policy.Tile(64, 64, 4, 2, swap_ab=swap_ab))
     run_and_check(weights, x, tw, ids, "grouped", config=cfg)
 
 

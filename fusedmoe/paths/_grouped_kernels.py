@@ -20,32 +20,36 @@ from .._epilogue_kernels import quantize_group, silu_mul
 @triton.jit
 def expert_tile(a_ptr, a_rows, a_ok, stride_a, as_ptr, stride_as,
                 w_ptr, w_rows, w_ok, stride_wn, ws_ptr, s_rows, stride_wsn, K,
-                A_SCALED: tl.constexpr, W_SCALE: tl.constexpr,
+                A_SCALED: tl.constexpr, W_SCALE: tl.constexpr, SWAP_AB: tl.constexpr,
                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     """acc[m, n] = sum_k A[a_rows[m], k] * W[w_rows[n], k] (scaled), fp32 [BLOCK_M, BLOCK_N].
 
     ``w_ptr``/``ws_ptr`` already point at the expert; ``s_rows`` is the scale-block row of
-    each column (W_SCALE == 2)."""
+    each column (W_SCALE == 2).  SWAP_AB computes the transposed product W . A^T (seed 001):
+    the weight rows fill the MMA's M side and the few routes its N side, so BLOCK_M = 16 or
+    32 still runs on wgmma (which needs M >= 64 per warpgroup); the tile is transposed back."""
     offs_k = tl.arange(0, BLOCK_K)
-    a_ptrs = a_ptr + a_rows[:, None] * stride_a + offs_k[None, :]
-    w_ptrs = w_ptr + w_rows[None, :].to(tl.int64) * stride_wn + offs_k[:, None]
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    a_base = a_ptr + a_rows[:, None] * stride_a
+    w_base = w_ptr + w_rows[:, None].to(tl.int64) * stride_wn
+    acc = tl.zeros((BLOCK_N, BLOCK_M) if SWAP_AB else (BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
         k_ok = offs_k < K - k0
-        a = tl.load(a_ptrs, mask=a_ok[:, None] & k_ok[None, :], other=0.0)
-        w = tl.load(w_ptrs, mask=k_ok[:, None] & w_ok[None, :], other=0.0)
+        a = tl.load(a_base + (k0 + offs_k)[None, :], mask=a_ok[:, None] & k_ok[None, :], other=0.0)
+        w = tl.load(w_base + (k0 + offs_k)[None, :], mask=w_ok[:, None] & k_ok[None, :], other=0.0)
         if A_SCALED or W_SCALE == 2:
-            part = tl.dot(a, w)
+            part = tl.dot(w, tl.trans(a)) if SWAP_AB else tl.dot(a, tl.trans(w))
             if A_SCALED:
-                part = part * tl.load(as_ptr + a_rows * stride_as + k0 // 128, mask=a_ok, other=0.0)[:, None]
+                sa = tl.load(as_ptr + a_rows * stride_as + k0 // 128, mask=a_ok, other=0.0)
+                part = part * (sa[None, :] if SWAP_AB else sa[:, None])
             if W_SCALE == 2:
-                part = part * tl.load(ws_ptr + s_rows * stride_wsn + k0 // 128, mask=w_ok, other=0.0)[None, :]
+                sw = tl.load(ws_ptr + s_rows * stride_wsn + k0 // 128, mask=w_ok, other=0.0)
+                part = part * (sw[:, None] if SWAP_AB else sw[None, :])
             acc += part
+        elif SWAP_AB:
+            acc = tl.dot(w, tl.trans(a), acc)
         else:
-            acc = tl.dot(a, w, acc)
-        a_ptrs += BLOCK_K
-        w_ptrs += BLOCK_K
-    return acc
+            acc = tl.dot(a, tl.trans(w), acc)
+    return tl.trans(acc) if SWAP_AB else acc
 
 
 @triton.jit
@@ -61,7 +65,7 @@ def _block_rows(routes_ptr, block_expert_ptr, num_blocks_ptr, b, BLOCK_M: tl.con
 def grouped_gate_up_kernel(
         x_ptr, xs_ptr, w_ptr, ws_ptr, routes_ptr, block_expert_ptr, num_blocks_ptr, act_ptr, acts_ptr,
         H, I, TOPK, stride_x, stride_xs, stride_we, stride_wn, stride_wse, stride_wsn, stride_act, stride_acts,
-        A_SCALED: tl.constexpr, W_SCALE: tl.constexpr, QUANT_OUT: tl.constexpr,
+        A_SCALED: tl.constexpr, W_SCALE: tl.constexpr, QUANT_OUT: tl.constexpr, SWAP_AB: tl.constexpr,
         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     """act[r, n] = SiLU(x[tok(r)] . W13[e, n]) * (x[tok(r)] . W13[e, I + n]) for the routes r of one
     block and n in one BLOCK_N tile of I; with QUANT_OUT (BLOCK_N == 128) act is e4m3 with the
@@ -81,7 +85,7 @@ def grouped_gate_up_kernel(
     acc = expert_tile(x_ptr, rows, valid, stride_x, xs_ptr, stride_xs,
                       w_ptr + e.to(tl.int64) * stride_we, half * I + n, n_ok, stride_wn,
                       ws_ptr + e * stride_wse, half * tl.cdiv(I, 128) + n // 128, stride_wsn, H,
-                      A_SCALED, W_SCALE, BLOCK_M, 2 * BLOCK_N, BLOCK_K)
+                      A_SCALED, W_SCALE, SWAP_AB, BLOCK_M, 2 * BLOCK_N, BLOCK_K)
     if W_SCALE == 1:
         acc = acc * tl.load(ws_ptr + e)
     gate, up = tl.split(tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N)), (0, 2, 1)))
@@ -102,7 +106,7 @@ def grouped_gate_up_kernel(
 def grouped_down_kernel(
         act_ptr, acts_ptr, w_ptr, ws_ptr, routes_ptr, block_expert_ptr, num_blocks_ptr, y_ptr,
         H, I, stride_act, stride_acts, stride_we, stride_wn, stride_wse, stride_wsn, stride_y,
-        A_SCALED: tl.constexpr, W_SCALE: tl.constexpr,
+        A_SCALED: tl.constexpr, W_SCALE: tl.constexpr, SWAP_AB: tl.constexpr,
         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     """y[r, n] = act[r] . W2[e, n] for the routes r of one block and n in one BLOCK_N tile of H."""
     pid = tl.program_id(0)
@@ -118,7 +122,7 @@ def grouped_down_kernel(
     acc = expert_tile(act_ptr, r64, valid, stride_act, acts_ptr, stride_acts,
                       w_ptr + e.to(tl.int64) * stride_we, n, n_ok, stride_wn,
                       ws_ptr + e * stride_wse, n // 128, stride_wsn, I,
-                      A_SCALED, W_SCALE, BLOCK_M, BLOCK_N, BLOCK_K)
+                      A_SCALED, W_SCALE, SWAP_AB, BLOCK_M, BLOCK_N, BLOCK_K)
     if W_SCALE == 1:
         acc = acc * tl.load(ws_ptr + e)
     tl.store(y_ptr + r64[:, None] * stride_y + n[None, :], acc.to(y_ptr.dtype.element_ty),

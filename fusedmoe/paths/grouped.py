@@ -56,14 +56,14 @@ def grouped_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Ten
         a1, a1_s, weights.w13, ws13, plan.sorted_routes, plan.block_expert, plan.num_blocks, act, act_s,
         hidden, inter, k, a1.stride(0), a1_s.stride(0), weights.w13.stride(0), weights.w13.stride(1), se13, sn13,
         act.stride(0), act_s.stride(0),
-        A_SCALED=fp8, W_SCALE=mode, QUANT_OUT=fp8, BLOCK_M=bm, BLOCK_N=gu.block_n, BLOCK_K=gu.block_k,
+        A_SCALED=fp8, W_SCALE=mode, QUANT_OUT=fp8, SWAP_AB=gu.swap_ab, BLOCK_M=bm, BLOCK_N=gu.block_n, BLOCK_K=gu.block_k,
         num_warps=gu.num_warps, num_stages=gu.num_stages)
     ws2, se2, sn2, mode = scale_args(weights, weights.w2_scale, x)
     grouped_down_kernel[(max_blocks * triton.cdiv(hidden, dn.block_n),)](
         act, act_s, weights.w2, ws2, plan.sorted_routes, plan.block_expert, plan.num_blocks, y,
         hidden, inter, act.stride(0), act_s.stride(0), weights.w2.stride(0), weights.w2.stride(1), se2, sn2,
         y.stride(0),
-        A_SCALED=fp8, W_SCALE=mode, BLOCK_M=bm, BLOCK_N=dn.block_n, BLOCK_K=dn.block_k,
+        A_SCALED=fp8, W_SCALE=mode, SWAP_AB=dn.swap_ab, BLOCK_M=bm, BLOCK_N=dn.block_n, BLOCK_K=dn.block_k,
         num_warps=dn.num_warps, num_stages=dn.num_stages)
     combine_launch(y, topk_weights, topk_ids, out, shared_output, expert_offset, e_local)
     return out

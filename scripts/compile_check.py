@@ -1,0 +1,127 @@
+"""Compile the layer's kernels for sm_90 (H100/H200) on any machine, no GPU needed, and read
+their SASS: wgmma (HGMMA bf16/fp16, QGMMA fp8) where the GEMMs should use it, registers,
+and local-memory spills.  Catches what the interpreter cannot (GPU-only compile errors).
+
+    python scripts/compile_check.py [--json OUT.json]
+
+Exits 1 if a kernel fails to compile, spills, or a tensor-core GEMM shows no wgmma.
+Must run without TRITON_INTERPRET (the kernels must be real @triton.jit functions).
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+from fusedmoe._epilogue_kernels import _combine_kernel, _quantize_rows_kernel, _swiglu_kernel
+from fusedmoe.paths._grouped_kernels import grouped_down_kernel, grouped_gate_up_kernel
+from fusedmoe.paths._route_direct_kernels import route_down_kernel, route_gate_up_kernel
+
+TARGET = GPUTarget("cuda", 90, 32)
+CUOBJDUMP = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+
+# (name, kernel, pointer dtypes by argument name (others *fp32), constexprs, num_warps, needs wgmma)
+FP8 = "*fp8e4nv"
+CASES = [
+    ("grouped_gate_up bf16", grouped_gate_up_kernel, dict(x_ptr="*bf16", w_ptr="*bf16", act_ptr="*bf16",
+     routes_ptr="*i32", block_expert_ptr="*i32", num_blocks_ptr="*i32"),
+     dict(A_SCALED=False, W_SCALE=0, QUANT_OUT=False, SWAP_AB=False, BLOCK_M=64, BLOCK_N=64, BLOCK_K=64), 8, True),
+    ("grouped_gate_up bf16 swap-AB M16", grouped_gate_up_kernel, dict(x_ptr="*bf16", w_ptr="*bf16", act_ptr="*bf16",
+     routes_ptr="*i32", block_expert_ptr="*i32", num_blocks_ptr="*i32"),
+     dict(A_SCALED=False, W_SCALE=0, QUANT_OUT=False, SWAP_AB=True, BLOCK_M=16, BLOCK_N=64, BLOCK_K=64), 4, True),
+    ("grouped_gate_up fp8_block", grouped_gate_up_kernel, dict(x_ptr=FP8, w_ptr=FP8, act_ptr=FP8,
+     routes_ptr="*i32", block_expert_ptr="*i32", num_blocks_ptr="*i32"),
+     dict(A_SCALED=True, W_SCALE=2, QUANT_OUT=True, SWAP_AB=False, BLOCK_M=64, BLOCK_N=128, BLOCK_K=128), 8, True),
+    ("grouped_gate_up fp8_block swap-AB M32", grouped_gate_up_kernel, dict(x_ptr=FP8, w_ptr=FP8, act_ptr=FP8,
+     routes_ptr="*i32", block_expert_ptr="*i32", num_blocks_ptr="*i32"),
+     dict(A_SCALED=True, W_SCALE=2, QUANT_OUT=True, SWAP_AB=True, BLOCK_M=32, BLOCK_N=128, BLOCK_K=128), 4, True),
+    ("grouped_down bf16", grouped_down_kernel, dict(act_ptr="*bf16", w_ptr="*bf16", y_ptr="*bf16",
+     routes_ptr="*i32", block_expert_ptr="*i32", num_blocks_ptr="*i32"),
+     dict(A_SCALED=False, W_SCALE=0, SWAP_AB=False, BLOCK_M=64, BLOCK_N=128, BLOCK_K=64), 8, True),
+    ("grouped_down bf16 swap-AB M16", grouped_down_kernel, dict(act_ptr="*bf16", w_ptr="*bf16", y_ptr="*bf16",
+     routes_ptr="*i32", block_expert_ptr="*i32", num_blocks_ptr="*i32"),
+     dict(A_SCALED=False, W_SCALE=0, SWAP_AB=True, BLOCK_M=16, BLOCK_N=128, BLOCK_K=64), 4, True),
+    ("grouped_down fp8_tensor", grouped_down_kernel, dict(act_ptr=FP8, w_ptr=FP8, y_ptr="*bf16",
+     routes_ptr="*i32", block_expert_ptr="*i32", num_blocks_ptr="*i32"),
+     dict(A_SCALED=True, W_SCALE=1, SWAP_AB=False, BLOCK_M=64, BLOCK_N=128, BLOCK_K=128), 8, True),
+    ("grouped_down fp8_tensor swap-AB M16", grouped_down_kernel, dict(act_ptr=FP8, w_ptr=FP8, y_ptr="*bf16",
+     routes_ptr="*i32", block_expert_ptr="*i32", num_blocks_ptr="*i32"),
+     dict(A_SCALED=True, W_SCALE=1, SWAP_AB=True, BLOCK_M=16, BLOCK_N=128, BLOCK_K=128), 4, True),
+    ("route_gate_up bf16", route_gate_up_kernel, dict(x_ptr="*bf16", w_ptr="*bf16", ids_ptr="*i32"),
+     dict(W_SCALE=0, SPLIT_K=1, BLOCK_N=8, BLOCK_K=2048), 8, False),
+    ("route_gate_up fp8_block split2", route_gate_up_kernel, dict(x_ptr="*bf16", w_ptr=FP8, ids_ptr="*i32"),
+     dict(W_SCALE=2, SPLIT_K=2, BLOCK_N=8, BLOCK_K=1024), 8, False),
+    ("route_down bf16 k8", route_down_kernel, dict(w_ptr="*bf16", ids_ptr="*i32", shared_ptr="*bf16",
+     out_ptr="*bf16"), dict(TOPK=8, W_SCALE=0, SPLIT_K=1, HAS_SHARED=True, BLOCK_N=16, BLOCK_K=128), 8, False),
+    ("route_down fp8_block k6 split2", route_down_kernel, dict(w_ptr=FP8, ids_ptr="*i32", shared_ptr="*bf16",
+     out_ptr="*bf16"), dict(TOPK=6, W_SCALE=2, SPLIT_K=2, HAS_SHARED=False, BLOCK_N=16, BLOCK_K=256), 8, False),
+    ("quantize_rows", _quantize_rows_kernel, dict(a_ptr="*bf16", q_ptr=FP8), dict(BLOCK_R=4, GROUP=128), 4, False),
+    ("swiglu_quant", _swiglu_kernel, dict(out_ptr=FP8), dict(QUANT=True, BLOCK_R=4, GROUP=128), 4, False),
+    ("combine", _combine_kernel, dict(y_ptr="*bf16", ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16"),
+     dict(TOPK=8, HAS_SHARED=True, BLOCK_H=1024), 4, False),
+]
+
+
+# Integer arguments that are multiples of 16 at real model shapes: the JIT specialises those
+# (and 16-byte aligned pointers) at run time, which enables vectorised loads; compile alike.
+DIVISIBLE_BY_16 = {"H", "I", "hidden", "stride_x", "stride_we", "stride_wn", "stride_act", "stride_y", "stride_o",
+                   "stride_s", "stride_a", "stride_q", "stride_gu", "cols"}
+
+
+def compile_case(kernel, ptrs: dict, constexprs: dict, num_warps: int, num_stages: int = 3):
+    names = list(inspect.signature(kernel.fn).parameters)
+    sig = {n: ("constexpr" if n in constexprs else ptrs.get(n, "*fp32" if n.endswith("_ptr") else "i32"))
+           for n in names}
+    attrs = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(names)
+             if n not in constexprs and (n.endswith("_ptr") or n in DIVISIBLE_BY_16)}
+    src = ASTSource(fn=kernel, signature=sig, constexprs=constexprs, attrs=attrs)
+    return triton.compile(src, target=TARGET, options=dict(num_warps=num_warps, num_stages=num_stages))
+
+
+def sass_facts(cubin: bytes) -> dict:
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        sass = subprocess.run([str(CUOBJDUMP), "-sass", f.name], capture_output=True, text=True).stdout
+        res = subprocess.run([str(CUOBJDUMP), "-res-usage", f.name], capture_output=True, text=True).stdout
+    regs = re.search(r"REG:(\d+)", res)
+    local = re.search(r"LOCAL:(\d+)", res)
+    return dict(hgmma=sass.count("HGMMA"), qgmma=sass.count("QGMMA"), registers=int(regs.group(1)) if regs else None,
+                local_bytes=int(local.group(1)) if local else None, spill_ops=len(re.findall(r"\b(?:LDL|STL)\b", sass)))
+
+
+def main() -> int:
+    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+        print("compile_check: unset TRITON_INTERPRET (kernels must be compiled, not interpreted)")
+        return 2
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    rows, ok = [], True
+    for name, kernel, ptrs, constexprs, warps, needs_wgmma in CASES:
+        try:
+            facts = sass_facts(compile_case(kernel, ptrs, constexprs, warps).asm["cubin"])
+            bad = (needs_wgmma and facts["hgmma"] + facts["qgmma"] == 0) or facts["spill_ops"] > 0
+        except Exception as e:  # report every kernel, not only the first failure
+            facts, bad = dict(error=f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"), True
+        ok &= not bad
+        rows.append(dict(kernel=name, **facts, ok=not bad))
+        print(f"{'ok ' if not bad else 'BAD'} {name:34s} {facts}", flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
