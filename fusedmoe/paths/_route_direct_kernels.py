@@ -4,7 +4,8 @@ At decode the layer is a stream of weight bytes; what limits a GEMV kernel is ho
 each SM keeps in flight (plain loads are not software-pipelined), so both kernels issue one
 wide tile per step: BLOCK_K spans most or all of K.
 
-gate/up: one program per (route, tile of BLOCK_N rows of I, K split).  The route's expert is
+gate/up: one program per (route, tile of BLOCK_N rows of I, K split), routes fastest in the
+grid order so that routes sharing an expert stream each tile once from HBM and then from L2.  The route's expert is
 read straight from ``topk_ids``; the program loads the gate and up rows of its tile [2*BLOCK_N,
 BLOCK_K] and reduces them against x[token] (weights upcast to fp32 in registers, activations
 kept in their input precision: "w8a16" for FP8).  With one K split it applies SwiGLU and writes
@@ -46,9 +47,8 @@ def route_gate_up_kernel(
     """SPLIT_K == 1: act[r, n] = SiLU(G_e x_t)[n] * (U_e x_t)[n]; else act[s, r, :] = partial
     [G_e x_t, U_e x_t] over the s-th K range.  e = ids[r] - expert_offset, t = r // TOPK."""
     pid = tl.program_id(0)
-    num_n = tl.cdiv(I, BLOCK_N)
-    r = pid // (num_n * SPLIT_K)
-    rest = pid % (num_n * SPLIT_K)
+    r = pid % R  # route-fastest: routes that share an expert read the same tile at the same time (L2)
+    rest = pid // R
     nt = rest // SPLIT_K
     s = rest % SPLIT_K
     gid = tl.load(ids_ptr + r)
@@ -113,9 +113,8 @@ def route_down_kernel(
     """out[t, n] = sum_j w[t,j] * (W2_e act_r)[n] (+ shared[t, n]), r = t*TOPK + j, over held routes."""
     KP: tl.constexpr = triton.next_power_of_2(TOPK)
     pid = tl.program_id(0)
-    num_n = tl.cdiv(H, BLOCK_N)
-    t = pid // num_n
-    n = (pid % num_n) * BLOCK_N + tl.arange(0, BLOCK_N)
+    t = pid % (R // TOPK)  # token-fastest, as in gate/up: shared experts' tiles meet in L2
+    n = (pid // (R // TOPK)) * BLOCK_N + tl.arange(0, BLOCK_N)
     n_ok = n < H
     jj = tl.arange(0, KP)
     r = t * TOPK + jj
