@@ -1,27 +1,46 @@
 #!/usr/bin/env bash
-# The whole GPU check in one call (issue 2, item 9): the test suite on CUDA, accuracy at real
-# shapes, CUDA-graph replay with changed inputs, compute-sanitizer memcheck, wgmma and spills in SASS
-# (the last also runs without a GPU: scripts/compile_check.py).
-# Usage: scripts/gpu_check.sh OUT_DIR [steps...]   steps: tests accuracy graphs memcheck sass (default all)
+# The GPU check and benchmarks, step by step, each under its own time limit, in one call.
+#   scripts/gpu_check.sh OUT_DIR [steps...]
+# steps (default: all, in this order, most important first):
+#   sass      kernels compile for sm_90, wgmma where expected, no spills (also runs without a GPU)
+#   accuracy  PEERS shapes x M {1,8,64,512,4096} x 4 formats x paths against the float64 reference
+#   graphs    CUDA-graph capture, replay with changed inputs, bitwise equal to eager
+#   tests     the test suite on CUDA
+#   memcheck  compute-sanitizer memcheck on small ragged cases, every path and format
+#   swiglu    fused SwiGLU + FP8 quantisation against the separate kernels
+#   decode    fusedmoe bench, M 1..16, auto and both paths forced
+#   grouped   fusedmoe bench, M 32..8192, auto, grouped and torch_grouped_mm
+# Limits per step: STEP_S (default 240).  Exit status 1 if any step failed.
 set -u
 out=${1:?usage: scripts/gpu_check.sh OUT_DIR [steps...]}; shift
-steps=${*:-tests accuracy graphs memcheck sass}
+steps=${*:-sass accuracy graphs tests memcheck swiglu decode grouped}
 mkdir -p "$out"
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
-export TRITON_CACHE_DIR=${TRITON_CACHE_DIR:-/tmp/fusedmoe-triton-cache}
+limit=${STEP_S:-240}
+t0=$(date +%s)
 status=0
-run() { echo "=== $1"; shift; "$@" || { echo "=== FAILED: $*"; status=1; }; }
+run() {
+  local name=$1; shift
+  echo "=== $name (+$(( $(date +%s) - t0 ))s)"
+  timeout "$limit" "$@" > "$out/$name.log" 2>&1 || { echo "=== FAILED: $name (rc $?)"; status=1; }
+  tail -n 4 "$out/$name.log"
+}
+bench=(python -m fusedmoe bench --shape peers --routing softmax --no-check --replays 10)
 for step in $steps; do
   case $step in
-    tests) run tests env FUSEDMOE_FUZZ=${FUSEDMOE_FUZZ:-40} timeout 400 python -m pytest tests -q -x -p no:warnings \
-             2>&1 | tee "$out/pytest.log" | tail -5 ;;
-    accuracy) run accuracy timeout 400 python scripts/gpu_check.py accuracy --out "$out" > "$out/accuracy.log" 2>&1
-              tail -3 "$out/accuracy.log"; grep -c FAIL "$out/accuracy.log" ;;
-    graphs) run graphs timeout 200 python scripts/gpu_check.py graphs --out "$out" 2>&1 | tail -4 ;;
-    memcheck) run memcheck env PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 300 compute-sanitizer --tool memcheck \
-                --error-exitcode 9 python scripts/gpu_check.py sanitize > "$out/memcheck.log" 2>&1
-              tail -3 "$out/memcheck.log" ;;
-    sass) run sass env -u TRITON_INTERPRET python scripts/compile_check.py --json "$out/sass.json" ;;
+    sass)     run sass env -u TRITON_INTERPRET python scripts/compile_check.py --json "$out/sass.json" ;;
+    accuracy) run accuracy python scripts/gpu_check.py accuracy --out "$out" ;;
+    graphs)   run graphs python scripts/gpu_check.py graphs --out "$out" ;;
+    tests)    run tests env FUSEDMOE_FUZZ=${FUSEDMOE_FUZZ:-30} python -m pytest tests -q -x ;;
+    memcheck) run memcheck env PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --tool memcheck \
+                --error-exitcode 9 python scripts/gpu_check.py sanitize ;;
+    swiglu)   run swiglu python -m fusedmoe.bench.swiglu_quant --out "$out" ;;
+    decode)   run decode "${bench[@]}" --formats bf16,fp8_tensor,fp8_block --tokens 1,2,4,8,16 \
+                --paths auto,route_direct,grouped --out "$out/decode" ;;
+    grouped)  run grouped "${bench[@]}" --formats bf16,fp8_tensor,fp8_block --tokens 32,64,128,512,2048,8192 \
+                --paths auto,grouped,torch_grouped_mm --out "$out/grouped" ;;
+    *) echo "unknown step $step"; status=1 ;;
   esac
 done
+echo "=== done (+$(( $(date +%s) - t0 ))s)"
 exit $status
