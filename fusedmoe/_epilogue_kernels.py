@@ -26,7 +26,7 @@ def round_to_e4m3_grid(v):
     a = tl.abs(v)
     binade = tl.maximum((a.to(tl.int32, bitcast=True) >> 23) - 127, -6)  # floor(log2 a); -6: subnormals
     step = ((binade - 3 + 127) << 23).to(tl.float32, bitcast=True)      # 2^(binade-3), the grid step
-    t = a / step  # exact: a power-of-two divisor, t < 16
+    t = a * ((3 - binade + 127) << 23).to(tl.float32, bitcast=True)     # a / step, exact, t < 16
     f = tl.floor(t)
     odd = f - 2.0 * tl.floor(f * 0.5)
     up = (t - f > 0.5) | ((t - f == 0.5) & (odd == 1.0))

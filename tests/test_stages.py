@@ -77,3 +77,22 @@ def test_combine(with_shared, device):
     held = (ref.held_routes(ids, 2, 5) >= 0).to(torch.float64)
     expected = ref.combine(y.view(m, k, h).double() * held[:, :, None], w, shared)
     torch.testing.assert_close(out.double(), expected, rtol=1e-6, atol=1e-6)
+
+
+def test_quantisation_ties_round_to_even(device):
+    # Values exactly on midpoints of the e4m3 grid (scale 1: each row's amax is 448) must round
+    # to the even neighbour in the kernel and in the torch definition alike; -0.0 keeps its sign.
+    grid = torch.arange(256, dtype=torch.uint8).view(torch.float8_e4m3fn).float()
+    grid = grid[torch.isfinite(grid) & (grid >= 0)].unique()
+    mids = (grid[1:] + grid[:-1]) / 2
+    values = torch.cat([mids, -mids, torch.tensor([-0.0])])
+    # Each 128-column group starts with 448, so every group's scale is exactly 1.
+    row = torch.cat([torch.cat([torch.tensor([448.0]), chunk]) for chunk in values.split(127)])
+    a = row.repeat(2, 1).to(device)
+    q, s = quantize_rows(a)
+    q_ref, s_ref = quant.quantize_rows_grouped(a)
+    assert torch.equal(s, torch.ones_like(s)) and torch.equal(s, s_ref)
+    assert torch.equal(q.view(torch.uint8), q_ref.view(torch.uint8))
+    assert torch.equal(q_ref.float().cpu()[0], quant.round_to_e4m3(row))
+    on_grid = quant.round_to_e4m3(values)
+    assert torch.equal(on_grid[: len(mids)], mids.to(torch.float8_e4m3fn).float())  # torch's CPU cast agrees
