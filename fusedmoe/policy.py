@@ -79,6 +79,9 @@ def grouped_config(m: int, top_k: int, num_experts: int, hidden: int, inter: int
     return GroupedConfig(bm, Tile(64, 64, warps, 3, swap_ab=swap), Tile(128, 64, warps, 3, swap_ab=swap))
 
 
+DOWN_TILE_ELEMENTS = 16384
+
+
 def route_direct_config(m: int, top_k: int, num_experts: int, hidden: int, inter: int, fmt: str,
                         num_sms: int) -> RouteDirectConfig:
     """Heuristic tiles of the route-direct path: wide K steps (bytes in flight), enough
@@ -93,10 +96,13 @@ def route_direct_config(m: int, top_k: int, num_experts: int, hidden: int, inter
     while split < 4 and routes * triton.cdiv(inter, bn) * split < target and hidden // (split * 2) >= 1024:
         split *= 2
     gu_bk = min(1024, max(128, triton.next_power_of_2(triton.cdiv(hidden, split))))
+    # The down tile holds all k routes: [next_pow2(k), dn, bk], kept near 16K elements (the
+    # size of the best swept tiles at k = 8 and k = 2, 2026-11-30), never under 128 columns.
+    kp = triton.next_power_of_2(top_k)
     dn = 16
-    while dn > 4 and max(1, m) * triton.cdiv(hidden, dn) < target:
+    while dn > 4 and (max(1, m) * triton.cdiv(hidden, dn) < target or kp * dn * 128 > DOWN_TILE_ELEMENTS):
         dn //= 2
-    dn_bk = min(512 // max(1, dn // 4), max(128, triton.next_power_of_2(inter)))
+    dn_bk = max(128, min(DOWN_TILE_ELEMENTS // (kp * dn), triton.next_power_of_2(inter)))
     return RouteDirectConfig(Tile(bn, gu_bk, 8, 1, split), Tile(dn, dn_bk, 8, 1))
 
 

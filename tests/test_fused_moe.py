@@ -145,3 +145,18 @@ def test_torch_compile_treats_the_op_as_one_node(device):
                              backend="aot_eager", fullgraph=True)
     torch.testing.assert_close(compiled(x, tw, ids), fused_moe(x, weights, tw, ids, path="route_direct"),
                                rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_strided_rows_and_top_k_above_8(path, device):
+    # x, out and shared_output as row slices of wider buffers (row stride > H), and top-k 12:
+    # the down tile holds next_pow2(k) = 16 routes.
+    m, e, k, h, i = 3, 16, 12, 72, 40
+    weights, _, tw, ids = make_layer(m, e, k, h, i, "fp8_block", device)
+    x = torch.randn(m, h + 24, device=device).to(ACT_DTYPE)[:, :h]
+    shared = torch.randn(m, h + 8, device=device).to(ACT_DTYPE)[:, 8:]
+    out = poison(torch.empty(m, h + 40, device=device, dtype=ACT_DTYPE))[:, 40:]
+    fused_moe(x, weights, tw, ids, path=path, out=out, shared_output=shared)
+    ref = moe_reference(x, weights, tw, ids, shared_output=shared,
+                        quantize_activations=path_quantizes_activations(path, "fp8_block"))
+    assert rel_l2(out, ref) <= MAX_REL_L2 and cosine(out, ref) >= MIN_COSINE
