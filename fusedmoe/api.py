@@ -144,8 +144,10 @@ def _run(x, weights, topk_weights, topk_ids, expert_offset, n_global, shared_out
                             shared_output=shared_output,
                             quantize_activations=path_quantizes_activations(chosen, weights.format))
         return out.copy_(ref)
-    topk_ids = topk_ids.to(torch.int32).contiguous()
-    topk_weights = topk_weights.to(torch.float32).contiguous()
+    # int64 ids (torch.topk's) and bf16/fp16 weights are read as they are: no conversion
+    # launch, no extra graph node.
+    topk_ids = topk_ids.contiguous()
+    topk_weights = topk_weights.contiguous()
     cfg = config or policy.select_config(chosen, m, k, weights.num_experts, weights.hidden_size,
                                          weights.intermediate_size, weights.format, device_name(x.device),
                                          num_sms(x.device))
