@@ -59,9 +59,14 @@ def _check_inputs(x, weights, topk_weights, topk_ids, expert_offset, num_local_e
     check_tensor("topk_weights", topk_weights, dtypes=(torch.float32, torch.bfloat16, torch.float16),
                  shape=(m, k), device=dev)
     check_int("expert_offset", expert_offset, lo=0)
-    if num_local_experts is not None and check_int("num_local_experts", num_local_experts) != e_local:
-        raise ValueError(f"num_local_experts: expected {e_local} (the experts held in weights), got {num_local_experts}")
-    n_global = expert_offset + e_local if num_experts is None else check_int("num_experts", num_experts, lo=1)
+    if num_local_experts is not None:
+        check_int("num_local_experts", num_local_experts)
+    # Weights of the local experts (global count defaults to offset + E_local), or of every
+    # expert with a window selected by num_local_experts (global count defaults to E).
+    default_global = e_local if num_local_experts not in (None, e_local) else expert_offset + e_local
+    weights = weights.local_window(expert_offset, num_local_experts)
+    e_local = weights.num_experts
+    n_global = default_global if num_experts is None else check_int("num_experts", num_experts, lo=1)
     if expert_offset + e_local > n_global:
         raise ValueError(f"expert_offset: the local window [{expert_offset}, {expert_offset + e_local}) must lie "
                          f"inside [0, num_experts={n_global})")
@@ -75,7 +80,7 @@ def _check_inputs(x, weights, topk_weights, topk_ids, expert_offset, num_local_e
         if out.stride(1) != 1:
             raise ValueError(f"out: expected unit column stride, got strides {out.stride()}")
     check_choice("path", path, ("auto",) + PATHS)
-    return n_global
+    return weights, n_global
 
 
 @torch.library.custom_op("fusedmoe::fused_moe", mutates_args=())
@@ -110,7 +115,7 @@ def fused_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Tenso
     (the kernels mask ids outside the window, so a bad id is never an illegal access).
     ``config`` overrides the policy's tiles for the chosen path (for tuning and benchmarks).
     """
-    n_global = _check_inputs(x, weights, topk_weights, topk_ids, expert_offset, num_local_experts, num_experts,
+    weights, n_global = _check_inputs(x, weights, topk_weights, topk_ids, expert_offset, num_local_experts, num_experts,
                              shared_output, out, path)
     m, k = topk_ids.shape
     if check_ids and m and not _capturing(topk_ids) and not torch.compiler.is_compiling():

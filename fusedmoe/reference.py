@@ -64,11 +64,10 @@ def combine(y: torch.Tensor, topk_weights: torch.Tensor, shared_output: torch.Te
 def moe_reference(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Tensor, topk_ids: torch.Tensor, *,
                   expert_offset: int = 0, num_local_experts: int | None = None,
                   shared_output: torch.Tensor | None = None, quantize_activations: bool = False) -> torch.Tensor:
-    """The whole layer in float64: x [M, H] -> [M, H].  ``num_local_experts`` defaults to the
-    number of experts in ``weights``: global ids [expert_offset, expert_offset + E_local) are held."""
-    if num_local_experts is not None and num_local_experts != weights.num_experts:
-        raise ValueError(f"num_local_experts: expected {weights.num_experts} (the experts in weights), "
-                         f"got {num_local_experts}")
+    """The whole layer in float64: x [M, H] -> [M, H].  Global ids [expert_offset,
+    expert_offset + E_local) are held; ``weights`` hold those experts, or every expert with
+    ``num_local_experts`` selecting the window (``ExpertWeights.local_window``)."""
+    weights = weights.local_window(expert_offset, num_local_experts)
     y = expert_outputs(x, weights, topk_ids, expert_offset=expert_offset,
                        quantize_activations=quantize_activations and weights.is_fp8)
     return combine(y, topk_weights, shared_output)

@@ -125,6 +125,23 @@ class ExpertWeights:
                 total += s[0].numel() * s.element_size()
         return total
 
+    def local_window(self, expert_offset: int, num_local_experts: int | None) -> "ExpertWeights":
+        """The experts that global ids [expert_offset, expert_offset + num_local_experts) use.
+
+        ``num_local_experts`` None or equal to E: these weights are the local experts already.
+        Smaller than E: these weights hold every expert and the window is a view of them
+        (expert parallelism emulated on one device)."""
+        e = self.num_experts
+        if num_local_experts is None or num_local_experts == e:
+            return self
+        if num_local_experts < 1 or num_local_experts > e or expert_offset + num_local_experts > e:
+            raise ValueError(f"num_local_experts: expected {e} (weights of the local experts) or a window "
+                             f"[expert_offset, expert_offset + num_local_experts) inside the {e} experts held, got "
+                             f"expert_offset={expert_offset}, num_local_experts={num_local_experts}")
+        sel = slice(expert_offset, expert_offset + num_local_experts)
+        pick = lambda t: None if t is None else t[sel]  # noqa: E731
+        return ExpertWeights(self.format, self.w13[sel], self.w2[sel], pick(self.w13_scale), pick(self.w2_scale))
+
     def to(self, device: torch.device | str) -> "ExpertWeights":
         """A copy on ``device``."""
         mv = lambda t: None if t is None else t.to(device)  # noqa: E731

@@ -84,6 +84,25 @@ def test_shared_output_and_expert_window(fmt, path, device):
     run_and_check(weights, x, tw, ids, path, shared=shared, offset=6, n_global=16)
 
 
+@pytest.mark.parametrize("path", PATHS)
+def test_expert_window_over_full_weights(path, device):
+    # Weights of all 12 experts, this rank computing the window [4, 9): the same result as
+    # weights holding only those 5 experts; routes to other experts contribute nothing.
+    m, k, h, i = 6, 3, 64, 48
+    full, x, _, _ = make_layer(m, 12, k, h, i, "fp8_tensor", device)
+    ids = torch.randint(-1, 12, (m, k), device=device, dtype=torch.int32)
+    tw = torch.rand(m, k, device=device)
+    out = fused_moe(x, full, tw, ids, path=path, expert_offset=4, num_local_experts=5)
+    local = full.local_window(4, 5)
+    torch.testing.assert_close(out, fused_moe(x, local, tw, ids, path=path, expert_offset=4, num_experts=12),
+                               rtol=0, atol=0)
+    ref = moe_reference(x, full, tw, ids, expert_offset=4, num_local_experts=5,
+                        quantize_activations=path_quantizes_activations(path, "fp8_tensor"))
+    assert rel_l2(out, ref) <= MAX_REL_L2
+    with pytest.raises(ValueError, match="num_local_experts: expected 12"):
+        fused_moe(x, full, tw, ids, path=path, expert_offset=10, num_local_experts=5)
+
+
 def test_all_routes_dropped_gives_shared_only(device):
     # No route held: the output is exactly the shared expert's output.
     weights, x, tw, ids = make_layer(4, 4, 2, 64, 32, PLAIN_FORMAT, device)

@@ -51,7 +51,9 @@ def test_bad_keywords(layer):
     with pytest.raises(ValueError, match="expert_offset: the local window"):
         fused_moe(x, w, tw, ids, expert_offset=2, num_experts=5)
     with pytest.raises(ValueError, match="num_local_experts"):
-        fused_moe(x, w, tw, ids, num_local_experts=3)
+        fused_moe(x, w, tw, ids, num_local_experts=5)
+    with pytest.raises(ValueError, match="num_local_experts"):
+        fused_moe(x, w, tw, ids, expert_offset=2, num_local_experts=3)
     with pytest.raises(ValueError, match="out: expected shape"):
         fused_moe(x, w, tw, ids, out=torch.empty(1, 64, dtype=x.dtype, device=x.device))
     with pytest.raises(TypeError, match="out: expected dtype"):
