@@ -97,6 +97,28 @@ def _(x, w13, w2, w13_scale, w2_scale, fmt, topk_weights, topk_ids, expert_offse
     return torch.empty_like(x, memory_format=torch.contiguous_format)
 
 
+def _apply_expert_map(expert_map, topk_ids, weights, expert_offset, num_local_experts, num_experts, check_ids):
+    """Global ids -> local ids through ``expert_map`` (-1 for ids not held or out of range)."""
+    if expert_offset != 0 or num_local_experts is not None:
+        raise ValueError("expert_map: give either expert_map or expert_offset/num_local_experts, not both")
+    check_tensor("expert_map", expert_map, dtypes=ID_DTYPES, ndim=1, device=topk_ids.device)
+    n_global = expert_map.numel()
+    if num_experts is not None and num_experts != n_global:
+        raise ValueError(f"num_experts: expected {n_global} (the length of expert_map), got {num_experts}")
+    if check_ids and not _capturing(expert_map) and not torch.compiler.is_compiling():
+        bad = (expert_map < -1) | (expert_map >= weights.num_experts)
+        if n_global and bool(bad.any()):
+            raise ValueError(f"expert_map: expected local ids in [-1, {weights.num_experts}), got values "
+                             f"{expert_map[bad].unique()[:8].tolist()}")
+        bad = (topk_ids < -1) | (topk_ids >= n_global)
+        if topk_ids.numel() and bool(bad.any()):
+            raise ValueError(f"topk_ids: expected ids in [-1, {n_global}), got values "
+                             f"{topk_ids[bad].unique()[:8].tolist()}")
+    inside = (topk_ids >= 0) & (topk_ids < n_global)
+    local = expert_map[topk_ids.clamp(0, max(n_global - 1, 0))] if n_global else torch.full_like(topk_ids, -1)
+    return torch.where(inside, local, torch.full_like(local, -1)), weights.num_experts
+
+
 def _capturing(t: torch.Tensor) -> bool:
     return t.is_cuda and torch.cuda.is_current_stream_capturing()
 
@@ -105,7 +127,7 @@ def fused_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Tenso
               expert_offset: int = 0, num_local_experts: int | None = None, num_experts: int | None = None,
               shared_output: torch.Tensor | None = None, out: torch.Tensor | None = None, path: str = "auto",
               config: policy.GroupedConfig | policy.RouteDirectConfig | None = None,
-              check_ids: bool = True) -> torch.Tensor:
+              check_ids: bool = True, expert_map: torch.Tensor | None = None) -> torch.Tensor:
     """One MoE layer: x [M, H] -> out [M, H] (``out`` written in place and returned when given).
 
     weights hold this rank's experts: global ids [expert_offset, expert_offset + E_local) are
@@ -114,7 +136,14 @@ def fused_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Tenso
     verifies that range with one host synchronisation; it is skipped during CUDA-graph capture
     (the kernels mask ids outside the window, so a bad id is never an illegal access).
     ``config`` overrides the policy's tiles for the chosen path (for tuning and benchmarks).
+
+    ``expert_map`` [E_global] int32/int64 (instead of a contiguous window): local expert of
+    each global id, -1 where not held.  The ids are remapped by a few small torch ops first;
+    a contiguous window (expert_offset) costs nothing.
     """
+    if expert_map is not None:
+        topk_ids, num_experts = _apply_expert_map(expert_map, topk_ids, weights, expert_offset, num_local_experts,
+                                                  num_experts, check_ids)
     weights, n_global = _check_inputs(x, weights, topk_weights, topk_ids, expert_offset, num_local_experts, num_experts,
                              shared_output, out, path)
     m, k = topk_ids.shape

@@ -103,6 +103,26 @@ def test_expert_window_over_full_weights(path, device):
         fused_moe(x, full, tw, ids, path=path, expert_offset=10, num_local_experts=5)
 
 
+@pytest.mark.parametrize("path", PATHS)
+def test_expert_map(path, device):
+    # A non-contiguous set of held experts given by expert_map: global ids 1, 4, 6, 9 are the
+    # local experts 0..3; every other id contributes nothing.
+    m, k, h, i = 7, 3, 64, 40
+    weights, x, _, _ = make_layer(m, 4, k, h, i, "fp8_block", device)
+    emap = torch.full((10,), -1, dtype=torch.int32, device=device)
+    emap[torch.tensor([1, 4, 6, 9], device=device)] = torch.arange(4, dtype=torch.int32, device=device)
+    ids = torch.randint(-1, 10, (m, k), device=device, dtype=torch.int32)
+    tw = torch.rand(m, k, device=device)
+    out = fused_moe(x, weights, tw, ids, path=path, expert_map=emap)
+    local = torch.where(ids >= 0, emap[ids.clamp(min=0)], -1)
+    ref = moe_reference(x, weights, tw, local, quantize_activations=path_quantizes_activations(path, "fp8_block"))
+    assert rel_l2(out, ref) <= MAX_REL_L2
+    with pytest.raises(ValueError, match="expert_map: expected local ids"):
+        fused_moe(x, weights, tw, ids, path=path, expert_map=emap + 5)
+    with pytest.raises(ValueError, match="expert_map: give either"):
+        fused_moe(x, weights, tw, ids, path=path, expert_map=emap, expert_offset=1)
+
+
 def test_all_routes_dropped_gives_shared_only(device):
     # No route held: the output is exactly the shared expert's output.
     weights, x, tw, ids = make_layer(4, 4, 2, 64, 32, PLAIN_FORMAT, device)
