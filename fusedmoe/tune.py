@@ -41,10 +41,10 @@ def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
         yield "block_m", bm
     gate_n = (128,) if fp8 else (32, 64, 128)
     ks = (64, 128) if fp8 else (32, 64, 128)
-    for bn, bk, warps, stages in itertools.product(gate_n, ks, (4, 8), (3, 4)):
-        yield "gate_up", policy.Tile(bn, bk, warps, stages)
-    for bn, bk, warps, stages in itertools.product((64, 128, 256), ks, (4, 8), (3, 4)):
-        yield "down", policy.Tile(bn, bk, warps, stages)
+    for bn, bk, warps, stages, swap in itertools.product(gate_n, ks, (4, 8), (3, 4), (False, True)):
+        yield "gate_up", policy.Tile(bn, bk, warps, stages, swap_ab=swap)
+    for bn, bk, warps, stages, swap in itertools.product((64, 128, 256), ks, (4, 8), (3, 4), (False, True)):
+        yield "down", policy.Tile(bn, bk, warps, stages, swap_ab=swap)
 
 
 def apply(cfg, field: str, value):
