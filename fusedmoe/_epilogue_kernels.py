@@ -1,7 +1,7 @@
 """Triton kernels of the element-wise stages: FP8 row-group quantisation, SwiGLU (optionally
 fused with the quantisation of its output) and the top-k combine.
 
-The @triton.jit helpers ``silu_mul`` and ``quantize_group`` are the single definition of those
+The @triton.jit helpers ``glu`` and ``quantize_group`` are the single definition of those
 formulas: every kernel that applies them (here and in the GEMM epilogues) calls these, so
 that the fused and the separate kernels give bitwise equal results.
 """
@@ -35,11 +35,27 @@ def round_to_e4m3_grid(v):
     return (r.to(tl.int32, bitcast=True) | sign).to(tl.float32, bitcast=True)
 
 
+# Gated activations, by the constexpr ACTIVATION of the kernels (fusedmoe.epilogue.ACTIVATIONS).
+SILU, GELU_TANH, SWIGLU_OAI = tl.constexpr(0), tl.constexpr(1), tl.constexpr(2)
+OAI_ALPHA, OAI_LIMIT = tl.constexpr(1.702), tl.constexpr(7.0)
+
+
 @triton.jit
-def silu_mul(gate, up):
-    """SiLU(gate) * up in fp32."""
+def glu(gate, up, ACTIVATION: tl.constexpr):
+    """act(gate) * up in fp32.  SILU: gate * sigmoid(gate) * up.  GELU_TANH: the tanh GELU of
+    gate times up.  SWIGLU_OAI (GPT-OSS): gate clamped above at 7, up to [-7, 7],
+    gate * sigmoid(1.702 * gate) * (up + 1)."""
     gate = gate.to(tl.float32)
-    return tl.div_rn(gate, 1.0 + tl.exp(-gate)) * up.to(tl.float32)
+    up = up.to(tl.float32)
+    if ACTIVATION == SILU:
+        return tl.div_rn(gate, 1.0 + tl.exp(-gate)) * up
+    elif ACTIVATION == GELU_TANH:
+        z = 0.7978845608028654 * (gate + 0.044715 * gate * gate * gate)
+        return gate * tl.div_rn(1.0, 1.0 + tl.exp(-2.0 * z)) * up  # 0.5 * (1 + tanh z) = sigmoid(2z)
+    else:
+        gate = tl.minimum(gate, OAI_LIMIT)
+        up = tl.minimum(tl.maximum(up, -OAI_LIMIT), OAI_LIMIT)
+        return tl.div_rn(gate, 1.0 + tl.exp(-OAI_ALPHA * gate)) * (up + 1.0)
 
 
 @triton.jit
@@ -68,13 +84,13 @@ def _quantize_rows_kernel(a_ptr, q_ptr, s_ptr, rows, cols, stride_a, stride_q, s
 
 @triton.jit
 def _swiglu_kernel(gu_ptr, out_ptr, s_ptr, rows, inter, stride_gu, stride_o, stride_s,
-                   QUANT: tl.constexpr, BLOCK_R: tl.constexpr, GROUP: tl.constexpr):
-    """gate_up [rows, 2I] -> SiLU(gate) * up [rows, I]; with QUANT, e4m3 + per-128-group scales."""
+                   QUANT: tl.constexpr, ACTIVATION: tl.constexpr, BLOCK_R: tl.constexpr, GROUP: tl.constexpr):
+    """gate_up [rows, 2I] -> act(gate) * up [rows, I]; with QUANT, e4m3 + per-128-group scales."""
     r = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     c = tl.program_id(1) * GROUP + tl.arange(0, GROUP)
     ok = (r[:, None] < rows) & (c[None, :] < inter)
     base = gu_ptr + r[:, None].to(tl.int64) * stride_gu + c[None, :]
-    h = silu_mul(tl.load(base, mask=ok, other=0.0), tl.load(base + inter, mask=ok, other=0.0))
+    h = glu(tl.load(base, mask=ok, other=0.0), tl.load(base + inter, mask=ok, other=0.0), ACTIVATION)
     o_ptrs = out_ptr + r[:, None].to(tl.int64) * stride_o + c[None, :]
     if QUANT:
         q, s = quantize_group(h, ok)

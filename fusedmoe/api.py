@@ -17,6 +17,7 @@ from . import policy
 from ._runtime import device_name, num_sms, runs_triton
 from ._validate import FLOAT_ACTIVATION_DTYPES, ID_DTYPES, check_choice, check_int, check_tensor
 from .paths import grouped, route_direct
+from .epilogue import ACTIVATIONS
 from .reference import moe_reference
 from .weights import ExpertWeights
 
@@ -39,8 +40,27 @@ def choose_path(m: int, top_k: int, weights: ExpertWeights, device: torch.device
                               weights.format, num_sms(dev))
 
 
+def describe_dispatch(m: int, top_k: int, weights: ExpertWeights, device: torch.device | None = None) -> str:
+    """One line: the path "auto" takes, its tiles, where they come from, and its kernel launches."""
+    dev = device if device is not None else weights.device
+    path = choose_path(m, top_k, weights, dev)
+    shape = (m, top_k, weights.num_experts, weights.hidden_size, weights.intermediate_size, weights.format)
+    tuned = policy.tuned_config(path, device_name(dev), *shape)
+    cfg = tuned or policy.select_config(path, *shape, device_name(dev), num_sms(dev))
+    if path == "route_direct":
+        launches = 2
+    else:
+        launches = 3 + (1 if weights.is_fp8 else 0) + 1  # [quantise x] + plan + gate/up + down + combine
+    tiles = ", ".join(f"{k}={v}" for k, v in vars(cfg).items() if not isinstance(v, policy.Tile))
+    for name in ("gate_up", "down"):
+        t = getattr(cfg, name)
+        tiles += (", " if tiles else "") + f"{name}=n{t.block_n}/k{t.block_k}/w{t.num_warps}/s{t.num_stages}" + \
+            (f"/split{t.split_k}" if t.split_k > 1 else "") + ("/swapAB" if t.swap_ab else "")
+    return f"{path}: {tiles} ({'tuned table' if tuned else 'heuristic'}; {launches} launches)"
+
+
 def _check_inputs(x, weights, topk_weights, topk_ids, expert_offset, num_local_experts, num_experts,
-                  shared_output, out, path):
+                  shared_output, out, path, activation):
     if not isinstance(weights, ExpertWeights):
         raise TypeError(f"weights: expected an ExpertWeights, got {type(weights).__name__}")
     dev = weights.device
@@ -80,20 +100,24 @@ def _check_inputs(x, weights, topk_weights, topk_ids, expert_offset, num_local_e
         if out.stride(1) != 1:
             raise ValueError(f"out: expected unit column stride, got strides {out.stride()}")
     check_choice("path", path, ("auto",) + PATHS)
+    check_choice("activation", activation, tuple(ACTIVATIONS))
     return weights, n_global
 
 
 @torch.library.custom_op("fusedmoe::fused_moe", mutates_args=())
 def _fused_moe_op(x: torch.Tensor, w13: torch.Tensor, w2: torch.Tensor, w13_scale: Optional[torch.Tensor],
-                  w2_scale: Optional[torch.Tensor], fmt: str, topk_weights: torch.Tensor, topk_ids: torch.Tensor,
-                  expert_offset: int, num_experts: int, shared_output: Optional[torch.Tensor], path: str) -> torch.Tensor:
+                  w2_scale: Optional[torch.Tensor], w13_bias: Optional[torch.Tensor], w2_bias: Optional[torch.Tensor],
+                  fmt: str, topk_weights: torch.Tensor, topk_ids: torch.Tensor, expert_offset: int, num_experts: int,
+                  shared_output: Optional[torch.Tensor], path: str, activation: str) -> torch.Tensor:
     """The layer as a torch op (flat arguments), so that torch.compile treats it as one opaque node."""
-    weights = ExpertWeights(fmt, w13, w2, w13_scale, w2_scale)
-    return _run(x, weights, topk_weights, topk_ids, expert_offset, num_experts, shared_output, None, path, None)
+    weights = ExpertWeights(fmt, w13, w2, w13_scale, w2_scale, w13_bias, w2_bias)
+    return _run(x, weights, topk_weights, topk_ids, expert_offset, num_experts, shared_output, None, path, None,
+                activation)
 
 
 @_fused_moe_op.register_fake
-def _(x, w13, w2, w13_scale, w2_scale, fmt, topk_weights, topk_ids, expert_offset, num_experts, shared_output, path):
+def _(x, w13, w2, w13_scale, w2_scale, w13_bias, w2_bias, fmt, topk_weights, topk_ids, expert_offset, num_experts,
+      shared_output, path, activation):
     return torch.empty_like(x, memory_format=torch.contiguous_format)
 
 
@@ -131,7 +155,8 @@ def fused_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Tenso
               expert_offset: int = 0, num_local_experts: int | None = None, num_experts: int | None = None,
               shared_output: torch.Tensor | None = None, out: torch.Tensor | None = None, path: str = "auto",
               config: policy.GroupedConfig | policy.RouteDirectConfig | None = None,
-              check_ids: bool = True, expert_map: torch.Tensor | None = None) -> torch.Tensor:
+              check_ids: bool = True, expert_map: torch.Tensor | None = None,
+              activation: str = "silu") -> torch.Tensor:
     """One MoE layer: x [M, H] -> out [M, H] (``out`` written in place and returned when given).
 
     weights hold this rank's experts: global ids [expert_offset, expert_offset + E_local) are
@@ -141,6 +166,9 @@ def fused_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Tenso
     (the kernels mask ids outside the window, so a bad id is never an illegal access).
     ``config`` overrides the policy's tiles for the chosen path (for tuning and benchmarks).
 
+    ``activation``: the gate's activation, "silu" (SwiGLU), "gelu_tanh" or "swiglu_oai"
+    (GPT-OSS: clamped, alpha 1.702, (up + 1)); biases come with the weights.
+
     ``expert_map`` [E_global] int32/int64 (instead of a contiguous window): local expert of
     each global id, -1 where not held.  The ids are remapped by a few small torch ops first;
     a contiguous window (expert_offset) costs nothing.
@@ -148,19 +176,21 @@ def fused_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Tenso
     if expert_map is not None:
         topk_ids, num_experts = _apply_expert_map(expert_map, topk_ids, weights, expert_offset, num_local_experts,
                                                   num_experts, check_ids)
-    weights, n_global = _check_inputs(x, weights, topk_weights, topk_ids, expert_offset, num_local_experts, num_experts,
-                             shared_output, out, path)
+    weights, n_global = _check_inputs(x, weights, topk_weights, topk_ids, expert_offset, num_local_experts,
+                                      num_experts, shared_output, out, path, activation)
     m, k = topk_ids.shape
     if check_ids:
         _check_id_range("topk_ids", topk_ids, n_global)
     if torch.compiler.is_compiling() and config is None:
-        res = _fused_moe_op(x, weights.w13, weights.w2, weights.w13_scale, weights.w2_scale, weights.format,
-                            topk_weights, topk_ids, expert_offset, n_global, shared_output, path)
+        res = _fused_moe_op(x, weights.w13, weights.w2, weights.w13_scale, weights.w2_scale, weights.w13_bias,
+                            weights.w2_bias, weights.format, topk_weights, topk_ids, expert_offset, n_global,
+                            shared_output, path, activation)
         return res if out is None else out.copy_(res)
-    return _run(x, weights, topk_weights, topk_ids, expert_offset, n_global, shared_output, out, path, config)
+    return _run(x, weights, topk_weights, topk_ids, expert_offset, n_global, shared_output, out, path, config,
+                activation)
 
 
-def _run(x, weights, topk_weights, topk_ids, expert_offset, n_global, shared_output, out, path, config):
+def _run(x, weights, topk_weights, topk_ids, expert_offset, n_global, shared_output, out, path, config, activation):
     """fused_moe after validation: choose the path and tiles, run into ``out``."""
     m, k = topk_ids.shape
     chosen = choose_path(m, k, weights, x.device) if path == "auto" else path
@@ -176,7 +206,7 @@ def _run(x, weights, topk_weights, topk_ids, expert_offset, n_global, shared_out
         return out
     if not runs_triton(x):
         ref = moe_reference(x, weights, topk_weights, topk_ids, expert_offset=expert_offset,
-                            shared_output=shared_output,
+                            shared_output=shared_output, activation=activation,
                             quantize_activations=path_quantizes_activations(chosen, weights.format))
         return out.copy_(ref)
     # int64 ids (torch.topk's) and bf16/fp16 weights are read as they are: no conversion
@@ -188,5 +218,6 @@ def _run(x, weights, topk_weights, topk_ids, expert_offset, n_global, shared_out
                                          num_sms(x.device))
     if chosen == "route_direct":
         return route_direct.route_direct_moe(x, weights, topk_weights, topk_ids, out, shared_output,
-                                             expert_offset, cfg)
-    return grouped.grouped_moe(x, weights, topk_weights, topk_ids, out, shared_output, expert_offset, n_global, cfg)
+                                             expert_offset, cfg, activation)
+    return grouped.grouped_moe(x, weights, topk_weights, topk_ids, out, shared_output, expert_offset, n_global, cfg,
+                               activation)

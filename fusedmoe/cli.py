@@ -142,27 +142,17 @@ def cmd_info(args: argparse.Namespace) -> int:
     shapes = _shapes(args)
     if not shapes:
         return 0
-    try:
-        from . import api
-    except ImportError as e:
-        print(f"fusedmoe.api is not importable ({e}): no path choices")
-        return 0
+    from . import api
+
     formats = _choices("--formats", args.formats, FORMATS)
     tokens = _ints("--tokens", args.tokens) if args.tokens else list(GPU_TOKENS)
-    choose, describe = getattr(api, "choose_path", None), getattr(api, "launch_plan_description", None)
     for shape in shapes:
         print(f"\n{shape.describe()}")
-        if choose is None:
-            print("  fusedmoe.api has no choose_path: no path choices")
-            continue
-        print("  path chosen by fused_moe(path='auto'):")
-        print("  " + f"{'M':>6} " + " ".join(f"{f:>14}" for f in formats))
         weights = {f: _meta_weights(shape, f) for f in formats}
-        for m in tokens:
-            print("  " + f"{m:>6} " + " ".join(f"{choose(m, shape.top_k, weights[f], device):>14}" for f in formats))
-            if describe is not None:
-                for f in formats:
-                    print(f"         {f}: {describe(m, shape.top_k, weights[f], device)}")
+        for f in formats:
+            print(f"  {f}: what fused_moe(path='auto') runs")
+            for m in tokens:
+                print(f"  {m:>6}  {api.describe_dispatch(m, shape.top_k, weights[f], device)}")
     return 0
 
 

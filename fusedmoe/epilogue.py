@@ -20,6 +20,9 @@ from ._runtime import runs_triton
 
 _BLOCK_R = 4
 
+# The gated activations of the layer: act(gate) * up (see _epilogue_kernels.glu).
+ACTIVATIONS = {"silu": 0, "gelu_tanh": 1, "swiglu_oai": 2}
+
 
 def _check_2d(name: str, t: torch.Tensor) -> None:
     if t.dim() != 2 or t.stride(1) != 1:
@@ -42,40 +45,40 @@ def quantize_rows(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return q, s
 
 
-def _swiglu_launch(gate_up: torch.Tensor, out: torch.Tensor, scales: torch.Tensor | None) -> None:
+def _swiglu_launch(gate_up: torch.Tensor, out: torch.Tensor, scales: torch.Tensor | None, activation: str) -> None:
     rows, inter = gate_up.shape[0], gate_up.shape[1] // 2
     if rows and inter:
         _swiglu_kernel[(triton.cdiv(rows, _BLOCK_R), triton.cdiv(inter, quant.GROUP))](
             gate_up, out, scales if scales is not None else out, rows, inter, gate_up.stride(0), out.stride(0),
             scales.stride(0) if scales is not None else 0,
-            QUANT=scales is not None, BLOCK_R=_BLOCK_R, GROUP=quant.GROUP)
+            QUANT=scales is not None, ACTIVATION=ACTIVATIONS[activation], BLOCK_R=_BLOCK_R, GROUP=quant.GROUP)
 
 
-def swiglu(gate_up: torch.Tensor, out_dtype: torch.dtype | None = None) -> torch.Tensor:
-    """SiLU(gate) * up for gate_up [R, 2I] -> [R, I] in ``out_dtype`` (default: input dtype)."""
+def swiglu(gate_up: torch.Tensor, out_dtype: torch.dtype | None = None, activation: str = "silu") -> torch.Tensor:
+    """act(gate) * up for gate_up [R, 2I] -> [R, I] in ``out_dtype`` (default: input dtype)."""
     _check_2d("gate_up", gate_up)
     if gate_up.shape[1] % 2:
         raise ValueError(f"gate_up: expected an even number of columns [R, 2I], got {list(gate_up.shape)}")
     out_dtype = out_dtype or gate_up.dtype
     if not runs_triton(gate_up):
-        return ref.swiglu(gate_up.to(torch.float32)).to(out_dtype)
+        return ref.glu(gate_up.to(torch.float32), activation).to(out_dtype)
     out = torch.empty(gate_up.shape[0], gate_up.shape[1] // 2, dtype=out_dtype, device=gate_up.device)
-    _swiglu_launch(gate_up, out, None)
+    _swiglu_launch(gate_up, out, None, activation)
     return out
 
 
-def swiglu_quant(gate_up: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """SwiGLU fused with per-row per-128-group e4m3 quantisation of its output (one pass);
-    equal to ``quantize_rows(swiglu(gate_up, float32))``."""
+def swiglu_quant(gate_up: torch.Tensor, activation: str = "silu") -> tuple[torch.Tensor, torch.Tensor]:
+    """The gated activation fused with per-row per-128-group e4m3 quantisation of its output
+    (one pass); equal to ``quantize_rows(swiglu(gate_up, float32, activation))``."""
     _check_2d("gate_up", gate_up)
     if gate_up.shape[1] % 2:
         raise ValueError(f"gate_up: expected an even number of columns [R, 2I], got {list(gate_up.shape)}")
     if not runs_triton(gate_up):
-        return quant.quantize_rows_grouped(ref.swiglu(gate_up.to(torch.float32)))
+        return quant.quantize_rows_grouped(ref.glu(gate_up.to(torch.float32), activation))
     rows, inter = gate_up.shape[0], gate_up.shape[1] // 2
     q = torch.empty(rows, inter, dtype=quant.FP8_DTYPE, device=gate_up.device)
     s = torch.empty(rows, triton.cdiv(inter, quant.GROUP), dtype=torch.float32, device=gate_up.device)
-    _swiglu_launch(gate_up, q, s)
+    _swiglu_launch(gate_up, q, s, activation)
     return q, s
 
 

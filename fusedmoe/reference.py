@@ -24,15 +24,29 @@ def held_routes(topk_ids: torch.Tensor, expert_offset: int, num_local_experts: i
     return torch.where(held, local, torch.full_like(local, -1))
 
 
-def swiglu(gate_up: torch.Tensor) -> torch.Tensor:
-    """[R, 2I] -> [R, I]: SiLU(gate) * up, in the input's precision."""
+OAI_ALPHA, OAI_LIMIT = 1.702, 7.0  # GPT-OSS's clamped SwiGLU
+
+
+def glu(gate_up: torch.Tensor, activation: str = "silu") -> torch.Tensor:
+    """[R, 2I] -> [R, I]: act(gate) * up, in the input's precision.
+
+    silu: SiLU(gate) * up.  gelu_tanh: GELU (tanh approximation)(gate) * up.  swiglu_oai
+    (GPT-OSS): gate clamped above at 7, up to [-7, 7], gate * sigmoid(1.702 gate) * (up + 1)."""
     inter = gate_up.shape[-1] // 2
     gate, up = gate_up[..., :inter], gate_up[..., inter:]
-    return gate * torch.sigmoid(gate) * up
+    if activation == "silu":
+        return gate * torch.sigmoid(gate) * up
+    if activation == "gelu_tanh":
+        return torch.nn.functional.gelu(gate, approximate="tanh") * up
+    if activation == "swiglu_oai":
+        gate = gate.clamp(max=OAI_LIMIT)
+        return gate * torch.sigmoid(OAI_ALPHA * gate) * (up.clamp(-OAI_LIMIT, OAI_LIMIT) + 1)
+    raise ValueError(f"activation: expected one of ['silu', 'gelu_tanh', 'swiglu_oai'], got {activation!r}")
 
 
 def expert_outputs(x: torch.Tensor, weights: ExpertWeights, topk_ids: torch.Tensor, *,
-                   expert_offset: int = 0, quantize_activations: bool = False) -> torch.Tensor:
+                   expert_offset: int = 0, quantize_activations: bool = False,
+                   activation: str = "silu") -> torch.Tensor:
     """Per-route expert output y [M, k, H] float64 (zeros for routes not held), before weighting.
     Global ids [expert_offset, expert_offset + E) are held, E = weights.num_experts."""
     m, k = topk_ids.shape
@@ -46,10 +60,15 @@ def expert_outputs(x: torch.Tensor, weights: ExpertWeights, topk_ids: torch.Tens
     for e in torch.unique(local[local >= 0]).tolist():
         rows = (local == e).nonzero().squeeze(1)
         w13, w2 = weights.dequantize(slice(e, e + 1))
-        act = swiglu(xs[tokens[rows]] @ w13[0].T)
+        gate_up = xs[tokens[rows]] @ w13[0].T
+        if weights.w13_bias is not None:
+            gate_up = gate_up + weights.w13_bias[e].to(torch.float64)
+        act = glu(gate_up, activation)
         if quantize_activations:
             act = fake_quantize_rows_grouped(act.to(torch.float32))
         y[rows] = act @ w2[0].T
+        if weights.w2_bias is not None:
+            y[rows] += weights.w2_bias[e].to(torch.float64)
     return y.view(m, k, h)
 
 
@@ -63,13 +82,14 @@ def combine(y: torch.Tensor, topk_weights: torch.Tensor, shared_output: torch.Te
 
 def moe_reference(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Tensor, topk_ids: torch.Tensor, *,
                   expert_offset: int = 0, num_local_experts: int | None = None,
-                  shared_output: torch.Tensor | None = None, quantize_activations: bool = False) -> torch.Tensor:
+                  shared_output: torch.Tensor | None = None, quantize_activations: bool = False,
+                  activation: str = "silu") -> torch.Tensor:
     """The whole layer in float64: x [M, H] -> [M, H].  Global ids [expert_offset,
     expert_offset + E_local) are held; ``weights`` hold those experts, or every expert with
     ``num_local_experts`` selecting the window (``ExpertWeights.local_window``)."""
     weights = weights.local_window(expert_offset, num_local_experts)
     y = expert_outputs(x, weights, topk_ids, expert_offset=expert_offset,
-                       quantize_activations=quantize_activations and weights.is_fp8)
+                       quantize_activations=quantize_activations and weights.is_fp8, activation=activation)
     return combine(y, topk_weights, shared_output)
 
 

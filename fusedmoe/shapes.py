@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 SCORINGS = ("softmax", "sigmoid")
-ACTIVATIONS = ("silu", "gelu", "swiglu_oai")
+ACTIVATIONS = ("silu", "gelu", "gelu_tanh", "swiglu_oai")
 
 
 def _positive(name: str, v: object) -> None:
@@ -198,8 +198,13 @@ def shape_from_hf_config(path_or_dict: str | os.PathLike | Mapping[str, Any], na
     inter = _first(sec, _INTER_KEYS, "expert intermediate size", source)
     scoring = sec.get("scoring_func") or "softmax"
     renorm = sec.get("norm_topk_prob")
-    activation = "swiglu_oai" if "swiglu_limit" in sec else ("gelu" if str(sec.get("hidden_act", "")).startswith("gelu")
-                                                             else "silu")
+    act = str(sec.get("hidden_act", ""))
+    if "swiglu_limit" in sec:
+        activation = "swiglu_oai"
+    elif act in ("gelu_pytorch_tanh", "gelu_new", "gelu_fast"):
+        activation = "gelu_tanh"
+    else:
+        activation = "gelu" if act.startswith("gelu") else "silu"
     if name is None:
         name = str(cfg.get("_name_or_path") or sec.get("model_type") or cfg.get("model_type") or "custom")
         name = name.rstrip("/").split("/")[-1].lower().replace("-", "_").replace(".", "_") or "custom"

@@ -11,6 +11,9 @@ Formats:
                     w13_scale [E, 2*ceil(I/128), ceil(H/128)] (gate and up blocked separately, as two
                     checkpoint tensors concatenated; equal to [E, 2I/128, H/128] when 128 divides I),
                     w2_scale [E, ceil(H/128), ceil(I/128)].  Ragged last blocks are allowed.
+
+Optional biases (GPT-OSS), in every format, kept in fp32: w13_bias [E, 2I] (gate then up,
+like w13), w2_bias [E, H].
 """
 
 from __future__ import annotations
@@ -31,6 +34,14 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def _bias(b: torch.Tensor | None) -> torch.Tensor | None:
+    """Biases are kept in fp32, contiguous (checked for shape in _validated)."""
+    if b is None:
+        return None
+    check_tensor("bias", b, dtypes=(torch.float32, torch.float64, torch.bfloat16, torch.float16), ndim=2)
+    return b.to(torch.float32).contiguous()
+
+
 @dataclass(frozen=True)
 class ExpertWeights:
     """Expert weights + format tag; build with :meth:`from_dense` or :meth:`from_quantized`."""
@@ -40,35 +51,49 @@ class ExpertWeights:
     w2: torch.Tensor
     w13_scale: torch.Tensor | None = None
     w2_scale: torch.Tensor | None = None
+    w13_bias: torch.Tensor | None = None
+    w2_bias: torch.Tensor | None = None
 
     # ---- construction -------------------------------------------------------------------
     @classmethod
-    def from_dense(cls, w13: torch.Tensor, w2: torch.Tensor, format: str = "bf16") -> "ExpertWeights":
-        """Quantise float weights w13 [E, 2I, H] and w2 [E, H, I] into ``format``."""
+    def from_dense(cls, w13: torch.Tensor, w2: torch.Tensor, format: str = "bf16", *,
+                   w13_bias: torch.Tensor | None = None, w2_bias: torch.Tensor | None = None,
+                   gate_up_interleaved: bool = False) -> "ExpertWeights":
+        """Quantise float weights w13 [E, 2I, H] and w2 [E, H, I] into ``format``.
+
+        ``gate_up_interleaved``: w13 (and w13_bias) rows alternate gate, up, gate, up, ... (the
+        GPT-OSS checkpoint layout); they are reordered to gate rows then up rows."""
         check_choice("format", format, FORMATS)
         floats = (torch.float32, torch.float64, torch.bfloat16, torch.float16)
         check_tensor("w13", w13, dtypes=floats, ndim=3)
         check_tensor("w2", w2, dtypes=floats, ndim=3)
+        if gate_up_interleaved:
+            w13 = torch.cat([w13[:, 0::2], w13[:, 1::2]], dim=1)
+            if w13_bias is not None:
+                check_tensor("w13_bias", w13_bias, ndim=2)
+                w13_bias = torch.cat([w13_bias[:, 0::2], w13_bias[:, 1::2]], dim=1)
+        biases = dict(w13_bias=_bias(w13_bias), w2_bias=_bias(w2_bias))
         if format in _PLAIN_DTYPE:
             dt = _PLAIN_DTYPE[format]
-            return cls(format, w13.to(dt).contiguous(), w2.to(dt).contiguous())._validated()
+            return cls(format, w13.to(dt).contiguous(), w2.to(dt).contiguous(), **biases)._validated()
         if format == "fp8_tensor":
             q13, s13 = quant.quantize_fp8_per_expert(w13)
             q2, s2 = quant.quantize_fp8_per_expert(w2)
-            return cls(format, q13, q2, s13, s2)._validated()
+            return cls(format, q13, q2, s13, s2, **biases)._validated()
         inter = w13.shape[1] // 2
         g, s_g = quant.quantize_fp8_blocks(w13[:, :inter])
         u, s_u = quant.quantize_fp8_blocks(w13[:, inter:])
         q2, s2 = quant.quantize_fp8_blocks(w2)
         return cls(format, torch.cat([g, u], dim=1).contiguous(), q2, torch.cat([s_g, s_u], dim=1).contiguous(),
-                   s2)._validated()
+                   s2, **biases)._validated()
 
     @classmethod
     def from_quantized(cls, format: str, w13: torch.Tensor, w2: torch.Tensor,
-                       w13_scale: torch.Tensor | None = None, w2_scale: torch.Tensor | None = None) -> "ExpertWeights":
+                       w13_scale: torch.Tensor | None = None, w2_scale: torch.Tensor | None = None, *,
+                       w13_bias: torch.Tensor | None = None, w2_bias: torch.Tensor | None = None) -> "ExpertWeights":
         """Wrap already-quantised tensors (what a checkpoint holds), checking every shape and dtype."""
         check_choice("format", format, FORMATS)
-        return cls(format, w13, w2, w13_scale, w2_scale)._validated()
+        return cls(format, w13, w2, w13_scale, w2_scale, _bias(w13_bias), _bias(w2_bias))._validated()
 
     def _validated(self) -> "ExpertWeights":
         fmt = self.format
@@ -76,7 +101,8 @@ class ExpertWeights:
         check_tensor("w13", self.w13, dtypes=wdt, ndim=3, contiguous=True)
         e, two_i, h = self.w13.shape
         if two_i % 2 or two_i == 0:
-            raise ValueError(f"w13: expected shape [E, 2I, H] with an even, non-zero second dim, got {list(self.w13.shape)}")
+            raise ValueError(f"w13: expected shape [E, 2I, H] with an even, non-zero second dim, "
+                             f"got {list(self.w13.shape)}")
         if e == 0 or h == 0:
             raise ValueError(f"w13: expected at least one expert and H >= 1, got shape {list(self.w13.shape)}")
         i = two_i // 2
@@ -93,6 +119,9 @@ class ExpertWeights:
                 check_tensor(name, s, dtypes=(torch.float32,), shape=shape, device=self.w13.device, contiguous=True)
         elif self.w13_scale is not None or self.w2_scale is not None:
             raise ValueError(f"w13_scale/w2_scale: format {fmt!r} takes no scales")
+        for name, b, shape in (("w13_bias", self.w13_bias, (e, 2 * i)), ("w2_bias", self.w2_bias, (e, h))):
+            if b is not None:
+                check_tensor(name, b, dtypes=(torch.float32,), shape=shape, device=self.w13.device, contiguous=True)
         return self
 
     # ---- facts ----------------------------------------------------------------------------
@@ -117,10 +146,14 @@ class ExpertWeights:
         return self.format in FP8_FORMATS
 
     @property
+    def has_bias(self) -> bool:
+        return self.w13_bias is not None or self.w2_bias is not None
+
+    @property
     def expert_nbytes(self) -> int:
-        """Bytes of one expert's weights and scales, both matrices."""
+        """Bytes of one expert's weights, scales and biases, both matrices."""
         total = self.w13[0].numel() * self.w13.element_size() + self.w2[0].numel() * self.w2.element_size()
-        for s in (self.w13_scale, self.w2_scale):
+        for s in (self.w13_scale, self.w2_scale, self.w13_bias, self.w2_bias):
             if s is not None:
                 total += s[0].numel() * s.element_size()
         return total
@@ -140,12 +173,14 @@ class ExpertWeights:
                              f"expert_offset={expert_offset}, num_local_experts={num_local_experts}")
         sel = slice(expert_offset, expert_offset + num_local_experts)
         pick = lambda t: None if t is None else t[sel]  # noqa: E731
-        return ExpertWeights(self.format, self.w13[sel], self.w2[sel], pick(self.w13_scale), pick(self.w2_scale))
+        return ExpertWeights(self.format, self.w13[sel], self.w2[sel], pick(self.w13_scale), pick(self.w2_scale),
+                             pick(self.w13_bias), pick(self.w2_bias))
 
     def to(self, device: torch.device | str) -> "ExpertWeights":
         """A copy on ``device``."""
         mv = lambda t: None if t is None else t.to(device)  # noqa: E731
-        return ExpertWeights(self.format, mv(self.w13), mv(self.w2), mv(self.w13_scale), mv(self.w2_scale))
+        return ExpertWeights(self.format, mv(self.w13), mv(self.w2), mv(self.w13_scale), mv(self.w2_scale),
+                             mv(self.w13_bias), mv(self.w2_bias))
 
     # ---- dequantisation (reference side) -----------------------------------------------------
     def dequantize(self, experts: torch.Tensor | slice | None = None,

@@ -33,41 +33,50 @@ CUOBJDUMP = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuob
 
 # (name, kernel, pointer dtypes by argument name (others *fp32), constexprs, num_warps, needs wgmma)
 FP8 = "*fp8e4nv"
+PLAN = dict(routes_ptr="*i32", block_expert_ptr="*i32", num_blocks_ptr="*i32")
+GATE_UP_BF16 = dict(x_ptr="*bf16", w_ptr="*bf16", act_ptr="*bf16", **PLAN)
+GATE_UP_FP8 = dict(x_ptr=FP8, w_ptr=FP8, act_ptr=FP8, **PLAN)
+DOWN_BF16 = dict(act_ptr="*bf16", w_ptr="*bf16", y_ptr="*bf16", **PLAN)
+DOWN_FP8 = dict(act_ptr=FP8, w_ptr=FP8, y_ptr="*bf16", **PLAN)
+
+
+def grouped(bm, bn, bk, swap, fp8, w_scale, **extra):
+    """Constexprs of a grouped GEMM (gate/up takes QUANT_OUT and ACTIVATION in ``extra``)."""
+    return dict(A_SCALED=fp8, W_SCALE=w_scale, SWAP_AB=swap, HAS_BIAS=False, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+                **extra)
+
+
+def route_down(topk, w_scale, split, shared, act, bias, bn, bk):
+    return dict(TOPK=topk, W_SCALE=w_scale, SPLIT_K=split, HAS_SHARED=shared, ACTIVATION=act, HAS_BIAS=bias,
+                BLOCK_N=bn, BLOCK_K=bk)
+
+
 CASES = [
-    ("grouped_gate_up bf16", grouped_gate_up_kernel, dict(x_ptr="*bf16", w_ptr="*bf16", act_ptr="*bf16",
-     routes_ptr="*i32", block_expert_ptr="*i32", num_blocks_ptr="*i32"),
-     dict(A_SCALED=False, W_SCALE=0, QUANT_OUT=False, SWAP_AB=False, BLOCK_M=64, BLOCK_N=64, BLOCK_K=64), 8, True),
-    ("grouped_gate_up bf16 swap-AB M16", grouped_gate_up_kernel, dict(x_ptr="*bf16", w_ptr="*bf16", act_ptr="*bf16",
-     routes_ptr="*i32", block_expert_ptr="*i32", num_blocks_ptr="*i32"),
-     dict(A_SCALED=False, W_SCALE=0, QUANT_OUT=False, SWAP_AB=True, BLOCK_M=16, BLOCK_N=64, BLOCK_K=64), 4, True),
-    ("grouped_gate_up fp8_block", grouped_gate_up_kernel, dict(x_ptr=FP8, w_ptr=FP8, act_ptr=FP8,
-     routes_ptr="*i32", block_expert_ptr="*i32", num_blocks_ptr="*i32"),
-     dict(A_SCALED=True, W_SCALE=2, QUANT_OUT=True, SWAP_AB=False, BLOCK_M=64, BLOCK_N=128, BLOCK_K=128), 8, True),
-    ("grouped_gate_up fp8_block swap-AB M32", grouped_gate_up_kernel, dict(x_ptr=FP8, w_ptr=FP8, act_ptr=FP8,
-     routes_ptr="*i32", block_expert_ptr="*i32", num_blocks_ptr="*i32"),
-     dict(A_SCALED=True, W_SCALE=2, QUANT_OUT=True, SWAP_AB=True, BLOCK_M=32, BLOCK_N=128, BLOCK_K=128), 4, True),
-    ("grouped_down bf16", grouped_down_kernel, dict(act_ptr="*bf16", w_ptr="*bf16", y_ptr="*bf16",
-     routes_ptr="*i32", block_expert_ptr="*i32", num_blocks_ptr="*i32"),
-     dict(A_SCALED=False, W_SCALE=0, SWAP_AB=False, BLOCK_M=64, BLOCK_N=128, BLOCK_K=64), 8, True),
-    ("grouped_down bf16 swap-AB M16", grouped_down_kernel, dict(act_ptr="*bf16", w_ptr="*bf16", y_ptr="*bf16",
-     routes_ptr="*i32", block_expert_ptr="*i32", num_blocks_ptr="*i32"),
-     dict(A_SCALED=False, W_SCALE=0, SWAP_AB=True, BLOCK_M=16, BLOCK_N=128, BLOCK_K=64), 4, True),
-    ("grouped_down fp8_tensor", grouped_down_kernel, dict(act_ptr=FP8, w_ptr=FP8, y_ptr="*bf16",
-     routes_ptr="*i32", block_expert_ptr="*i32", num_blocks_ptr="*i32"),
-     dict(A_SCALED=True, W_SCALE=1, SWAP_AB=False, BLOCK_M=64, BLOCK_N=128, BLOCK_K=128), 8, True),
-    ("grouped_down fp8_tensor swap-AB M16", grouped_down_kernel, dict(act_ptr=FP8, w_ptr=FP8, y_ptr="*bf16",
-     routes_ptr="*i32", block_expert_ptr="*i32", num_blocks_ptr="*i32"),
-     dict(A_SCALED=True, W_SCALE=1, SWAP_AB=True, BLOCK_M=16, BLOCK_N=128, BLOCK_K=128), 4, True),
+    ("grouped_gate_up bf16", grouped_gate_up_kernel, GATE_UP_BF16,
+     grouped(64, 64, 64, False, False, 0, QUANT_OUT=False, ACTIVATION=0), 8, True),
+    ("grouped_gate_up bf16 swap-AB M16", grouped_gate_up_kernel, GATE_UP_BF16,
+     grouped(16, 64, 64, True, False, 0, QUANT_OUT=False, ACTIVATION=0), 4, True),
+    ("grouped_gate_up fp8_block", grouped_gate_up_kernel, GATE_UP_FP8,
+     grouped(64, 128, 128, False, True, 2, QUANT_OUT=True, ACTIVATION=0), 8, True),
+    ("grouped_gate_up fp8_block swap-AB M32", grouped_gate_up_kernel, GATE_UP_FP8,
+     grouped(32, 128, 128, True, True, 2, QUANT_OUT=True, ACTIVATION=0), 4, True),
+    ("grouped_down bf16", grouped_down_kernel, DOWN_BF16, grouped(64, 128, 64, False, False, 0), 8, True),
+    ("grouped_down bf16 swap-AB M16", grouped_down_kernel, DOWN_BF16, grouped(16, 128, 64, True, False, 0), 4, True),
+    ("grouped_down fp8_tensor", grouped_down_kernel, DOWN_FP8, grouped(64, 128, 128, False, True, 1), 8, True),
+    ("grouped_down fp8_tensor swap-AB M16", grouped_down_kernel, DOWN_FP8, grouped(16, 128, 128, True, True, 1), 4,
+     True),
     ("route_gate_up bf16", route_gate_up_kernel, dict(x_ptr="*bf16", w_ptr="*bf16", ids_ptr="*i32"),
-     dict(W_SCALE=0, SPLIT_K=1, BLOCK_N=8, BLOCK_K=2048), 8, False),
-    ("route_gate_up fp8_block split2", route_gate_up_kernel, dict(x_ptr="*bf16", w_ptr=FP8, ids_ptr="*i32"),
-     dict(W_SCALE=2, SPLIT_K=2, BLOCK_N=8, BLOCK_K=1024), 8, False),
-    ("route_down bf16 k8", route_down_kernel, dict(w_ptr="*bf16", ids_ptr="*i32", shared_ptr="*bf16",
-     out_ptr="*bf16"), dict(TOPK=8, W_SCALE=0, SPLIT_K=1, HAS_SHARED=True, BLOCK_N=16, BLOCK_K=128), 8, False),
-    ("route_down fp8_block k6 split2", route_down_kernel, dict(w_ptr=FP8, ids_ptr="*i32", shared_ptr="*bf16",
-     out_ptr="*bf16"), dict(TOPK=6, W_SCALE=2, SPLIT_K=2, HAS_SHARED=False, BLOCK_N=16, BLOCK_K=256), 8, False),
+     dict(W_SCALE=0, SPLIT_K=1, ACTIVATION=0, HAS_BIAS=False, BLOCK_N=8, BLOCK_K=2048), 8, False),
+    ("route_gate_up fp8_block split2 oai+bias", route_gate_up_kernel, dict(x_ptr="*bf16", w_ptr=FP8, ids_ptr="*i32"),
+     dict(W_SCALE=2, SPLIT_K=2, ACTIVATION=2, HAS_BIAS=True, BLOCK_N=8, BLOCK_K=1024), 8, False),
+    ("route_down bf16 k8", route_down_kernel, dict(w_ptr="*bf16", ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16"),
+     route_down(8, 0, 1, True, 0, False, 16, 128), 8, False),
+    ("route_down fp8_block k6 split2 oai+bias", route_down_kernel,
+     dict(w_ptr=FP8, ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16"),
+     route_down(6, 2, 2, False, 2, True, 16, 256), 8, False),
     ("quantize_rows", _quantize_rows_kernel, dict(a_ptr="*bf16", q_ptr=FP8), dict(BLOCK_R=4, GROUP=128), 4, False),
-    ("swiglu_quant", _swiglu_kernel, dict(out_ptr=FP8), dict(QUANT=True, BLOCK_R=4, GROUP=128), 4, False),
+    ("swiglu_quant gelu", _swiglu_kernel, dict(out_ptr=FP8), dict(QUANT=True, ACTIVATION=1, BLOCK_R=4, GROUP=128), 4,
+     False),
     ("combine", _combine_kernel, dict(y_ptr="*bf16", ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16"),
      dict(TOPK=8, HAS_SHARED=True, BLOCK_H=1024), 4, False),
 ]

@@ -123,6 +123,43 @@ def test_expert_map(path, device):
         fused_moe(x, weights, tw, ids, path=path, expert_map=emap, expert_offset=1)
 
 
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("activation,bias", [("swiglu_oai", True), ("gelu_tanh", False), ("silu", True)])
+def test_activations_and_biases(activation, bias, path, fmt, device):
+    # GPT-OSS experts (clamped SwiGLU, biases on both projections, gate/up interleaved in the
+    # checkpoint), GELU-gated experts, and biases with SiLU; x scaled up so that the clamp at 7 bites.
+    m, e, k, h, i = 5, 6, 2, 72, 40
+    w13 = torch.randn(e, 2 * i, h, device=device) * 0.2
+    w2 = torch.randn(e, h, i, device=device) * 0.05
+    b13 = torch.randn(e, 2 * i, device=device) if bias else None
+    b2 = torch.randn(e, h, device=device) if bias else None
+    weights = ExpertWeights.from_dense(w13, w2, fmt, w13_bias=b13, w2_bias=b2, gate_up_interleaved=bias)
+    x = (torch.randn(m, h, device=device) * 3).to(ACT_DTYPE)
+    ids = torch.randint(-1, e, (m, k), device=device, dtype=torch.int32)
+    tw = torch.rand(m, k, device=device)
+    out = poison(torch.empty_like(x))
+    fused_moe(x, weights, tw, ids, path=path, out=out, activation=activation)
+    ref = moe_reference(x, weights, tw, ids, activation=activation,
+                        quantize_activations=path_quantizes_activations(path, fmt))
+    assert rel_l2(out, ref) <= MAX_REL_L2 and cosine(out, ref) >= MIN_COSINE
+    if bias:  # the interleaved checkpoint rows were reordered to gate rows then up rows
+        assert torch.equal(weights.w13_bias[:, :i], b13[:, 0::2].float())
+
+
+def test_split_k_adds_the_bias_once(device):
+    # With K split, only split 0 adds the gate/up bias; the down kernel sums the splits.
+    weights = ExpertWeights.from_dense(torch.randn(3, 64, 300, device=device) * 0.05,
+                                       torch.randn(3, 300, 32, device=device) * 0.05, PLAIN_FORMAT,
+                                       w13_bias=torch.randn(3, 64, device=device),
+                                       w2_bias=torch.randn(3, 300, device=device))
+    x = torch.randn(2, 300, device=device).to(ACT_DTYPE)
+    ids = torch.tensor([[0, 2], [1, -1]], device=device, dtype=torch.int32)
+    tw = torch.rand(2, 2, device=device)
+    cfg = policy.RouteDirectConfig(policy.Tile(8, 128, 4, 1, split_k=3), policy.Tile(16, 128, 4, 1))
+    run_and_check(weights, x, tw, ids, "route_direct", config=cfg)
+
+
 def test_all_routes_dropped_gives_shared_only(device):
     # No route held: the output is exactly the shared expert's output.
     weights, x, tw, ids = make_layer(4, 4, 2, 64, 32, PLAIN_FORMAT, device)

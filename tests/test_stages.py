@@ -51,12 +51,13 @@ def test_zero_group_has_unit_scale(device):
     assert torch.equal(s, torch.ones_like(s)) and not q.float().any()
 
 
+@pytest.mark.parametrize("activation", ["silu", "gelu_tanh", "swiglu_oai"])
 @pytest.mark.parametrize("rows,inter", [(1, 32), (6, 200), (33, 128)])
-def test_swiglu_and_fused_quant(rows, inter, device):
+def test_swiglu_and_fused_quant(rows, inter, activation, device):
     gu = torch.randn(rows, 2 * inter, device=device) * 4
-    h = swiglu(gu, torch.float32)
-    torch.testing.assert_close(h, ref.swiglu(gu.double()).float(), rtol=1e-5, atol=1e-6)
-    q, s = swiglu_quant(gu)
+    h = swiglu(gu, torch.float32, activation)
+    torch.testing.assert_close(h, ref.glu(gu.double(), activation).float(), rtol=1e-5, atol=1e-5)
+    q, s = swiglu_quant(gu, activation)
     q_sep, s_sep = quantize_rows(h)
     # The fused kernel equals the two separate kernels bit for bit (same formulas, one pass).
     assert torch.equal(s, s_sep)

@@ -297,9 +297,11 @@ def _runner(impl: str, fmt: str, tokens: int, shape: MoEShape, weights, device: 
             impl != "torch_naive", None
     from .. import api
 
+    activation = layer_activation(shape)
+
     def fn(x, w, tw, ids, out=None, check_ids=False):
         return api.fused_moe(x, w, tw, ids, num_local_experts=w.num_experts, num_experts=shape.num_experts,
-                             out=out, path=impl, check_ids=check_ids)
+                             out=out, path=impl, check_ids=check_ids, activation=activation)
 
     chosen = api.choose_path(tokens, shape.top_k, weights, device) if impl == "auto" else None
     return fn, api.path_quantizes_activations(chosen or impl, fmt), True, chosen
@@ -341,14 +343,21 @@ def _prepare(shape: MoEShape, fmt: str, tokens: int, copies: list, s: Settings, 
     return _Inputs(copies[:n_copies], x, routings, floor, {})
 
 
-def _reference(inp: _Inputs, rows: int, quantize: bool) -> torch.Tensor:
+def layer_activation(shape: MoEShape) -> str:
+    """The activation fused_moe runs for ``shape``: its own where fused_moe has it, else SiLU."""
+    from ..epilogue import ACTIVATIONS
+
+    return shape.activation if shape.activation in ACTIVATIONS else "silu"
+
+
+def _reference(inp: _Inputs, rows: int, quantize: bool, activation: str = "silu") -> torch.Tensor:
     from ..reference import moe_reference
 
-    if quantize not in inp.refs:
+    if (quantize, activation) not in inp.refs:
         tw, ids = inp.routings[0]
-        inp.refs[quantize] = moe_reference(inp.x[:rows], inp.copies[0], tw[:rows], ids[:rows],
-                                           quantize_activations=quantize)
-    return inp.refs[quantize]
+        inp.refs[quantize, activation] = moe_reference(inp.x[:rows], inp.copies[0], tw[:rows], ids[:rows],
+                                                       quantize_activations=quantize, activation=activation)
+    return inp.refs[quantize, activation]
 
 
 def run_case(shape: MoEShape, fmt: str, impl: str, inp: _Inputs, s: Settings, device: torch.device) -> CaseResult:
@@ -368,7 +377,7 @@ def run_case(shape: MoEShape, fmt: str, impl: str, inp: _Inputs, s: Settings, de
             tw, ids = inp.routings[0]
             out = fn(inp.x, inp.copies[0], tw, ids, torch.full_like(inp.x, float("nan")), check_ids=True)
             rows = min(tokens, s.check_rows)
-            ref = _reference(inp, rows, quantize)
+            ref = _reference(inp, rows, quantize, "silu" if impl in PEERS else layer_activation(shape))
             res.rel_l2, res.cosine = rel_l2(out[:rows], ref), cosine(out[:rows], ref)
         calls = [partial(fn, inp.x, inp.copies[i % len(inp.copies)], tw, ids)
                  for i, (tw, ids) in enumerate(inp.routings)]
@@ -481,8 +490,10 @@ def run_bench(shapes: Sequence[MoEShape], formats: Sequence[str], tokens: Sequen
     if cpu:
         print(method_text(s, device), file=log)
     bandwidth = measure_copy_bandwidth(device)
-    notes = [f"{sh.name}: timed the SiLU-gated layer (fused_moe has no {sh.activation!r} activation yet); "
-             f"bytes and FLOPs are the same" for sh in shapes if sh.activation != "silu"]
+    notes = [f"{sh.name}: timed the SiLU-gated layer (fused_moe has no {sh.activation!r} activation); "
+             f"bytes and FLOPs are the same" for sh in shapes if layer_activation(sh) != sh.activation]
+    notes += [f"{sh.name}: the torch peers compute the SiLU-gated layer, fused_moe {sh.activation!r}; "
+              f"bytes and FLOPs are the same" for sh in shapes if layer_activation(sh) != "silu"]
     meta = dict(environment=environment(device), cpu_figures=cpu, copy_bandwidth_gbs=bandwidth / 1e9,
                 settings=asdict(s), method=method_text(s, device), shapes=[sh.describe() for sh in shapes],
                 notes=notes)

@@ -15,3 +15,8 @@ def scale_args(weights: ExpertWeights, scale: torch.Tensor | None, dummy: torch.
     if weights.format == "fp8_tensor":
         return scale, 1, 0, 1
     return dummy, 0, 0, 0
+
+
+def optional_ptr(t: torch.Tensor | None, dummy: torch.Tensor) -> torch.Tensor:
+    """``t``, or a placeholder pointer for an optional tensor a kernel will not read."""
+    return dummy if t is None else t

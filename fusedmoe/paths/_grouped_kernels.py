@@ -14,7 +14,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from .._epilogue_kernels import quantize_group, silu_mul
+from .._epilogue_kernels import glu, quantize_group
 
 
 @triton.jit
@@ -63,13 +63,14 @@ def _block_rows(routes_ptr, block_expert_ptr, num_blocks_ptr, b, BLOCK_M: tl.con
 
 @triton.jit
 def grouped_gate_up_kernel(
-        x_ptr, xs_ptr, w_ptr, ws_ptr, routes_ptr, block_expert_ptr, num_blocks_ptr, act_ptr, acts_ptr,
+        x_ptr, xs_ptr, w_ptr, ws_ptr, b_ptr, routes_ptr, block_expert_ptr, num_blocks_ptr, act_ptr, acts_ptr,
         H, I, TOPK, stride_x, stride_xs, stride_we, stride_wn, stride_wse, stride_wsn, stride_act, stride_acts,
         A_SCALED: tl.constexpr, W_SCALE: tl.constexpr, QUANT_OUT: tl.constexpr, SWAP_AB: tl.constexpr,
+        ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr,
         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    """act[r, n] = SiLU(x[tok(r)] . W13[e, n]) * (x[tok(r)] . W13[e, I + n]) for the routes r of one
-    block and n in one BLOCK_N tile of I; with QUANT_OUT (BLOCK_N == 128) act is e4m3 with the
-    tile's per-row scale in acts[r, tile]."""
+    """act[r, n] = act(x[tok(r)] . W13[e, n] + b[e, n]) * (x[tok(r)] . W13[e, I + n] + b[e, I + n])
+    for the routes r of one block and n in one BLOCK_N tile of I (bias b [E, 2I] if HAS_BIAS);
+    with QUANT_OUT (BLOCK_N == 128) act is e4m3 with the tile's per-row scale in acts[r, tile]."""
     pid = tl.program_id(0)
     num_n = tl.cdiv(I, BLOCK_N)
     b = pid // num_n
@@ -88,8 +89,10 @@ def grouped_gate_up_kernel(
                       A_SCALED, W_SCALE, SWAP_AB, BLOCK_M, 2 * BLOCK_N, BLOCK_K)
     if W_SCALE == 1:
         acc = acc * tl.load(ws_ptr + e)
+    if HAS_BIAS:
+        acc += tl.load(b_ptr + e.to(tl.int64) * 2 * I + half * I + n, mask=n_ok, other=0.0)[None, :]
     gate, up = tl.split(tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N)), (0, 2, 1)))
-    h = silu_mul(gate, up)
+    h = glu(gate, up, ACTIVATION)
     cols = nt * BLOCK_N + tl.arange(0, BLOCK_N)
     ok = valid[:, None] & (cols < I)[None, :]
     r64 = tl.where(valid, r, 0).to(tl.int64)
@@ -104,11 +107,12 @@ def grouped_gate_up_kernel(
 
 @triton.jit
 def grouped_down_kernel(
-        act_ptr, acts_ptr, w_ptr, ws_ptr, routes_ptr, block_expert_ptr, num_blocks_ptr, y_ptr,
+        act_ptr, acts_ptr, w_ptr, ws_ptr, b_ptr, routes_ptr, block_expert_ptr, num_blocks_ptr, y_ptr,
         H, I, stride_act, stride_acts, stride_we, stride_wn, stride_wse, stride_wsn, stride_y,
-        A_SCALED: tl.constexpr, W_SCALE: tl.constexpr, SWAP_AB: tl.constexpr,
+        A_SCALED: tl.constexpr, W_SCALE: tl.constexpr, SWAP_AB: tl.constexpr, HAS_BIAS: tl.constexpr,
         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    """y[r, n] = act[r] . W2[e, n] for the routes r of one block and n in one BLOCK_N tile of H."""
+    """y[r, n] = act[r] . W2[e, n] (+ b[e, n], b [E, H] if HAS_BIAS) for the routes r of one block
+    and n in one BLOCK_N tile of H."""
     pid = tl.program_id(0)
     num_n = tl.cdiv(H, BLOCK_N)
     b = pid // num_n
@@ -125,5 +129,7 @@ def grouped_down_kernel(
                       A_SCALED, W_SCALE, SWAP_AB, BLOCK_M, BLOCK_N, BLOCK_K)
     if W_SCALE == 1:
         acc = acc * tl.load(ws_ptr + e)
+    if HAS_BIAS:
+        acc += tl.load(b_ptr + e.to(tl.int64) * H + n, mask=n_ok, other=0.0)[None, :]
     tl.store(y_ptr + r64[:, None] * stride_y + n[None, :], acc.to(y_ptr.dtype.element_ty),
              mask=valid[:, None] & n_ok[None, :])

@@ -25,7 +25,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from .._epilogue_kernels import is_held, silu_mul
+from .._epilogue_kernels import glu, is_held
 
 
 @triton.jit
@@ -41,11 +41,13 @@ def _row_dot(w, v, scale_ptrs, scale_ok, W_SCALE: tl.constexpr, ROWS: tl.constex
 
 @triton.jit
 def route_gate_up_kernel(
-        x_ptr, w_ptr, ws_ptr, ids_ptr, act_ptr,
+        x_ptr, w_ptr, ws_ptr, b_ptr, ids_ptr, act_ptr,
         H, I, R, expert_offset, num_local, TOPK, stride_x, stride_we, stride_wn, stride_wse, stride_wsn,
-        W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    """SPLIT_K == 1: act[r, n] = SiLU(G_e x_t)[n] * (U_e x_t)[n]; else act[s, r, :] = partial
-    [G_e x_t, U_e x_t] over the s-th K range.  e = ids[r] - expert_offset, t = r // TOPK."""
+        W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr,
+        BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """SPLIT_K == 1: act[r, n] = act(G_e x_t + b_g)[n] * (U_e x_t + b_u)[n]; else act[s, r, :] =
+    partial [G_e x_t, U_e x_t] over the s-th K range (the bias in split 0).  e = ids[r] -
+    expert_offset, t = r // TOPK; bias b [E, 2I] if HAS_BIAS."""
     pid = tl.program_id(0)
     r = pid % R  # route-fastest: routes that share an expert read the same tile at the same time (L2)
     rest = pid // R
@@ -79,18 +81,20 @@ def route_gate_up_kernel(
                         n_ok[:, None] & (g * 128 < k_hi)[None, :], W_SCALE, 2 * BLOCK_N, BLOCK_K)
     if W_SCALE == 1:
         acc = acc * tl.load(ws_ptr + e)
+    if HAS_BIAS:
+        acc += tl.load(b_ptr + e * 2 * I + w_rows, mask=n_ok & (s == 0), other=0.0)
     if SPLIT_K == 1:
         gate, up = tl.split(tl.permute(tl.reshape(acc, (2, BLOCK_N)), (1, 0)))
         cols = nt * BLOCK_N + tl.arange(0, BLOCK_N)
-        tl.store(act_ptr + r.to(tl.int64) * I + cols, silu_mul(gate, up), mask=cols < I)
+        tl.store(act_ptr + r.to(tl.int64) * I + cols, glu(gate, up, ACTIVATION), mask=cols < I)
     else:
         base = act_ptr + (s.to(tl.int64) * R + r) * (2 * I)
         tl.store(base + w_rows, acc, mask=n_ok)
 
 
 @triton.jit
-def _load_act(act_ptr, r, ok, kk, I, R, SPLIT_K: tl.constexpr):
-    """SwiGLU output [KP, BLOCK_K] of routes r [KP] at columns kk, reducing K-split partials."""
+def _load_act(act_ptr, r, ok, kk, I, R, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr):
+    """Activation output [KP, BLOCK_K] of routes r [KP] at columns kk, reducing K-split partials."""
     mask = ok[:, None] & (kk < I)[None, :]
     r64 = r.to(tl.int64)[:, None]
     if SPLIT_K == 1:
@@ -101,16 +105,17 @@ def _load_act(act_ptr, r, ok, kk, I, R, SPLIT_K: tl.constexpr):
         base = act_ptr + (r64 + s * R) * (2 * I) + kk[None, :]
         gate += tl.load(base, mask=mask, other=0.0)
         up += tl.load(base + I, mask=mask, other=0.0)
-    return silu_mul(gate, up)
+    return glu(gate, up, ACTIVATION)
 
 
 @triton.jit
 def route_down_kernel(
-        act_ptr, w_ptr, ws_ptr, ids_ptr, tw_ptr, shared_ptr, out_ptr,
+        act_ptr, w_ptr, ws_ptr, b_ptr, ids_ptr, tw_ptr, shared_ptr, out_ptr,
         H, I, R, expert_offset, num_local, stride_we, stride_wn, stride_wse, stride_wsn, stride_s, stride_o,
         TOPK: tl.constexpr, W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, HAS_SHARED: tl.constexpr,
-        BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    """out[t, n] = sum_j w[t,j] * (W2_e act_r)[n] (+ shared[t, n]), r = t*TOPK + j, over held routes."""
+        ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """out[t, n] = sum_j w[t,j] * (W2_e act_r + b_e)[n] (+ shared[t, n]), r = t*TOPK + j, over held
+    routes; bias b [E, H] if HAS_BIAS."""
     KP: tl.constexpr = triton.next_power_of_2(TOPK)
     pid = tl.program_id(0)
     t = pid % (R // TOPK)  # token-fastest, as in gate/up: shared experts' tiles meet in L2
@@ -129,7 +134,7 @@ def route_down_kernel(
     acc = tl.zeros([KP, BLOCK_N], dtype=tl.float32)
     for k0 in range(0, I, BLOCK_K):
         kk = k0 + offs_k
-        a = _load_act(act_ptr, r, held, kk, I, R, SPLIT_K)
+        a = _load_act(act_ptr, r, held, kk, I, R, SPLIT_K, ACTIVATION)
         w = tl.load(w_ptr + w_rows + kk[None, None, :], mask=row_ok[:, :, None] & (kk < I)[None, None, :],
                     other=0.0).to(tl.float32)
         w = tl.reshape(w, (KP * BLOCK_N, BLOCK_K))
@@ -140,9 +145,11 @@ def route_down_kernel(
         s_ok = tl.reshape(tl.broadcast_to(row_ok[:, :, None], (KP, BLOCK_N, offs_g.shape[0])),
                           (KP * BLOCK_N, offs_g.shape[0])) & (g * 128 < I)[None, :]
         acc += tl.reshape(_row_dot(w, v, sp, s_ok, W_SCALE, KP * BLOCK_N, BLOCK_K), (KP, BLOCK_N))
-    route_w = tl.load(tw_ptr + r, mask=held, other=0.0).to(tl.float32)
     if W_SCALE == 1:
-        route_w = route_w * tl.load(ws_ptr + e, mask=held, other=0.0)
+        acc = acc * tl.load(ws_ptr + e, mask=held, other=0.0)[:, None]
+    if HAS_BIAS:
+        acc += tl.load(b_ptr + e[:, None] * H + n[None, :], mask=row_ok, other=0.0)
+    route_w = tl.load(tw_ptr + r, mask=held, other=0.0).to(tl.float32)
     total = tl.sum(acc * route_w[:, None], axis=0)
     if HAS_SHARED:
         total += tl.load(shared_ptr + t.to(tl.int64) * stride_s + n, mask=n_ok, other=0.0).to(tl.float32)

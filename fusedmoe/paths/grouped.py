@@ -13,11 +13,11 @@ import torch
 import triton
 
 from .. import quant
-from ..epilogue import combine_launch, quantize_rows
+from ..epilogue import ACTIVATIONS, combine_launch, quantize_rows
 from ..plan import build_plan
 from ..policy import GroupedConfig
 from ..weights import ExpertWeights
-from ._common import scale_args
+from ._common import optional_ptr, scale_args
 from ._grouped_kernels import grouped_down_kernel, grouped_gate_up_kernel
 
 QUANTIZES_ACTIVATIONS = {"bf16": False, "fp16": False, "fp8_tensor": True, "fp8_block": True}
@@ -26,7 +26,7 @@ QUANTIZES_ACTIVATIONS = {"bf16": False, "fp16": False, "fp8_tensor": True, "fp8_
 
 def grouped_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Tensor, topk_ids: torch.Tensor,
                 out: torch.Tensor, shared_output: torch.Tensor | None, expert_offset: int, num_experts: int,
-                config: GroupedConfig) -> torch.Tensor:
+                config: GroupedConfig, activation: str = "silu") -> torch.Tensor:
     """Run the grouped path into ``out`` [M, H] (inputs already validated)."""
     m, k = topk_ids.shape
     e_local, hidden, inter = weights.num_experts, weights.hidden_size, weights.intermediate_size
@@ -53,17 +53,21 @@ def grouped_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Ten
 
     ws13, se13, sn13, mode = scale_args(weights, weights.w13_scale, x)
     grouped_gate_up_kernel[(max_blocks * triton.cdiv(inter, gu.block_n),)](
-        a1, a1_s, weights.w13, ws13, plan.sorted_routes, plan.block_expert, plan.num_blocks, act, act_s,
+        a1, a1_s, weights.w13, ws13, optional_ptr(weights.w13_bias, x),
+        plan.sorted_routes, plan.block_expert, plan.num_blocks, act, act_s,
         hidden, inter, k, a1.stride(0), a1_s.stride(0), weights.w13.stride(0), weights.w13.stride(1), se13, sn13,
         act.stride(0), act_s.stride(0),
-        A_SCALED=fp8, W_SCALE=mode, QUANT_OUT=fp8, SWAP_AB=gu.swap_ab, BLOCK_M=bm, BLOCK_N=gu.block_n, BLOCK_K=gu.block_k,
+        A_SCALED=fp8, W_SCALE=mode, QUANT_OUT=fp8, SWAP_AB=gu.swap_ab, ACTIVATION=ACTIVATIONS[activation],
+        HAS_BIAS=weights.w13_bias is not None, BLOCK_M=bm, BLOCK_N=gu.block_n, BLOCK_K=gu.block_k,
         num_warps=gu.num_warps, num_stages=gu.num_stages)
     ws2, se2, sn2, mode = scale_args(weights, weights.w2_scale, x)
     grouped_down_kernel[(max_blocks * triton.cdiv(hidden, dn.block_n),)](
-        act, act_s, weights.w2, ws2, plan.sorted_routes, plan.block_expert, plan.num_blocks, y,
+        act, act_s, weights.w2, ws2, optional_ptr(weights.w2_bias, x),
+        plan.sorted_routes, plan.block_expert, plan.num_blocks, y,
         hidden, inter, act.stride(0), act_s.stride(0), weights.w2.stride(0), weights.w2.stride(1), se2, sn2,
         y.stride(0),
-        A_SCALED=fp8, W_SCALE=mode, SWAP_AB=dn.swap_ab, BLOCK_M=bm, BLOCK_N=dn.block_n, BLOCK_K=dn.block_k,
+        A_SCALED=fp8, W_SCALE=mode, SWAP_AB=dn.swap_ab, HAS_BIAS=weights.w2_bias is not None,
+        BLOCK_M=bm, BLOCK_N=dn.block_n, BLOCK_K=dn.block_k,
         num_warps=dn.num_warps, num_stages=dn.num_stages)
     combine_launch(y, topk_weights, topk_ids, out, shared_output, expert_offset, e_local)
     return out

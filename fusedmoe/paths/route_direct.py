@@ -9,9 +9,10 @@ from __future__ import annotations
 import torch
 import triton
 
+from ..epilogue import ACTIVATIONS
 from ..policy import RouteDirectConfig
 from ..weights import ExpertWeights
-from ._common import scale_args
+from ._common import optional_ptr, scale_args
 from ._route_direct_kernels import route_down_kernel, route_gate_up_kernel
 
 QUANTIZES_ACTIVATIONS = {"bf16": False, "fp16": False, "fp8_tensor": False, "fp8_block": False}
@@ -20,7 +21,7 @@ QUANTIZES_ACTIVATIONS = {"bf16": False, "fp16": False, "fp8_tensor": False, "fp8
 
 def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Tensor, topk_ids: torch.Tensor,
                      out: torch.Tensor, shared_output: torch.Tensor | None, expert_offset: int,
-                     config: RouteDirectConfig) -> torch.Tensor:
+                     config: RouteDirectConfig, activation: str = "silu") -> torch.Tensor:
     """Run the route-direct path into ``out`` [M, H] (inputs already validated)."""
     m, k = topk_ids.shape
     r = m * k
@@ -32,15 +33,18 @@ def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torc
     act = torch.empty((r * inter) if split == 1 else (split * r * 2 * inter), dtype=torch.float32, device=x.device)
     ws, se, sn, mode = scale_args(weights, weights.w13_scale, x)
     route_gate_up_kernel[(r * triton.cdiv(inter, gu.block_n) * split,)](
-        x, weights.w13, ws, topk_ids, act, hidden, inter, r, expert_offset, e_local, k,
-        x.stride(0), weights.w13.stride(0), weights.w13.stride(1), se, sn,
-        W_SCALE=mode, SPLIT_K=split, BLOCK_N=gu.block_n, BLOCK_K=gu.block_k,
+        x, weights.w13, ws, optional_ptr(weights.w13_bias, x), topk_ids, act, hidden, inter, r, expert_offset,
+        e_local, k, x.stride(0), weights.w13.stride(0), weights.w13.stride(1), se, sn,
+        W_SCALE=mode, SPLIT_K=split, ACTIVATION=ACTIVATIONS[activation], HAS_BIAS=weights.w13_bias is not None,
+        BLOCK_N=gu.block_n, BLOCK_K=gu.block_k,
         num_warps=gu.num_warps, num_stages=gu.num_stages)
     ws, se, sn, mode = scale_args(weights, weights.w2_scale, x)
     route_down_kernel[(m * triton.cdiv(hidden, dn.block_n),)](
-        act, weights.w2, ws, topk_ids, topk_weights, shared_output if shared_output is not None else out, out,
+        act, weights.w2, ws, optional_ptr(weights.w2_bias, x), topk_ids, topk_weights,
+        optional_ptr(shared_output, out), out,
         hidden, inter, r, expert_offset, e_local, weights.w2.stride(0), weights.w2.stride(1), se, sn,
         shared_output.stride(0) if shared_output is not None else 0, out.stride(0),
         TOPK=k, W_SCALE=mode, SPLIT_K=split, HAS_SHARED=shared_output is not None,
+        ACTIVATION=ACTIVATIONS[activation], HAS_BIAS=weights.w2_bias is not None,
         BLOCK_N=dn.block_n, BLOCK_K=dn.block_k, num_warps=dn.num_warps, num_stages=dn.num_stages)
     return out
