@@ -234,7 +234,10 @@ def test_info_lists_the_chosen_paths(capsys, api):
     text = capsys.readouterr().out
     assert "torch" in text and "E=256" in text
     rows = [line.split() for line in text.splitlines() if line.strip().split(" ")[0] in ("1", "4096")]
-    assert [r[1] for r in rows] == [api.choose_path(m, 8, _meta_weights(), torch.device("cpu")) for m in (1, 4096)]
+    # Each row: M, then "path:" with its tiles, their source and the launch count.
+    assert [r[1].rstrip(":") for r in rows] == [api.choose_path(m, 8, _meta_weights(), torch.device("cpu"))
+                                                for m in (1, 4096)]
+    assert all("launches" in " ".join(r) for r in rows)
 
 
 def _meta_weights():
