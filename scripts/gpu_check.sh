@@ -5,6 +5,7 @@
 #   sass      kernels compile for sm_90, wgmma where expected, no spills (also runs without a GPU)
 #   accuracy  PEERS shapes x M {1,8,64,512,4096} x 4 formats x paths against the float64 reference
 #   graphs    CUDA-graph capture, replay with changed inputs, bitwise equal to eager
+#   fp8probe  stage-by-stage differences of the grouped FP8 path against its reference
 #   tests     the test suite on CUDA
 #   memcheck  compute-sanitizer memcheck on small ragged cases, every path and format
 #   swiglu    fused SwiGLU + FP8 quantisation against the separate kernels
@@ -13,7 +14,7 @@
 # Limits per step: STEP_S (default 240).  Exit status 1 if any step failed.
 set -u
 out=${1:?usage: scripts/gpu_check.sh OUT_DIR [steps...]}; shift
-steps=${*:-sass accuracy graphs tests memcheck swiglu decode grouped}
+steps=${*:-sass accuracy graphs fp8probe tests memcheck swiglu decode grouped}
 mkdir -p "$out"
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 limit=${STEP_S:-240}
@@ -31,6 +32,7 @@ for step in $steps; do
     sass)     run sass env -u TRITON_INTERPRET python scripts/compile_check.py --json "$out/sass.json" ;;
     accuracy) run accuracy python scripts/gpu_check.py accuracy --out "$out" ;;
     graphs)   run graphs python scripts/gpu_check.py graphs --out "$out" ;;
+    fp8probe) run fp8probe python scripts/fp8_probe.py ;;
     tests)    run tests env FUSEDMOE_FUZZ=${FUSEDMOE_FUZZ:-30} python -m pytest tests -q -x ;;
     memcheck) run memcheck env PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --tool memcheck \
                 --error-exitcode 9 python scripts/gpu_check.py sanitize ;;
