@@ -238,3 +238,33 @@ def test_strided_rows_and_top_k_above_8(path, device):
     ref = moe_reference(x, weights, tw, ids, shared_output=shared,
                         quantize_activations=path_quantizes_activations(path, "fp8_block"))
     assert rel_l2(out, ref) <= MAX_REL_L2 and cosine(out, ref) >= MIN_COSINE
+
+
+def _count_launches(monkeypatch, fn):
+    """Triton kernel launches made by fn() (interpreter or GPU JIT)."""
+    import triton.runtime.interpreter as interp
+    import triton.runtime.jit as jit
+
+    names = []
+    for cls in (interp.InterpretedFunction, jit.JITFunction):
+        original = cls.run
+
+        def counting(self, *args, _original=original, **kwargs):
+            names.append(getattr(self, "__name__", None) or getattr(self.fn, "__name__", "?"))
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(cls, "run", counting)
+    fn()
+    return names
+
+
+@pytest.mark.parametrize("fmt,path,launches", [
+    (PLAIN_FORMAT, "route_direct", 2), ("fp8_block", "route_direct", 2),   # decode: gate/up, down+combine
+    (PLAIN_FORMAT, "grouped", 4), ("fp8_block", "grouped", 5),             # [quantise x,] plan, 2 GEMMs, combine
+])
+def test_kernel_launches_per_call(fmt, path, launches, monkeypatch, device):
+    # Launches are graph nodes at decode: int64 ids and bf16 routing weights add none.
+    weights, x, tw, ids = make_layer(4, 8, 2, 64, 32, fmt, device)
+    names = _count_launches(monkeypatch, lambda: fused_moe(x, weights, tw.bfloat16(), ids.long(), path=path,
+                                                           check_ids=False))
+    assert len(names) == launches, names
