@@ -1,10 +1,12 @@
 """fused_moe(): validate, choose a path, run it.
 
-    out[t] = shared[t] + sum_j topk_weights[t,j] * Down_e(SiLU(Gate_e x[t]) * Up_e x[t]),  e = topk_ids[t,j]
+    out[t] = shared[t] + sum_j topk_weights[t,j] * Down_e(act(Gate_e x[t]) * Up_e x[t]),  e = topk_ids[t,j]
 
-Paths (each computes the same function; ``path=`` forces one):
+(act = SiLU by default; per-expert biases, when the weights carry them, are added to Gate/Up
+and Down.)  Paths (each computes the same function; ``path=`` forces one):
     "route_direct"  decode: no plan, a GEMV per route, down + combine per token (2 launches).
-    "grouped"       routes sorted into expert blocks, tensor-core GEMMs over the plan.
+    "grouped"       routes sorted into expert blocks, tensor-core GEMMs over the plan (4-5 launches).
+The op is registered as ``fusedmoe::fused_moe`` for torch.compile.
 """
 
 from __future__ import annotations
@@ -16,8 +18,8 @@ import torch
 from . import policy
 from ._runtime import device_name, num_sms, runs_triton
 from ._validate import FLOAT_ACTIVATION_DTYPES, ID_DTYPES, check_choice, check_int, check_tensor
-from .paths import grouped, route_direct
 from .epilogue import ACTIVATIONS
+from .paths import grouped, route_direct
 from .reference import moe_reference
 from .weights import ExpertWeights
 
