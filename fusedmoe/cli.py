@@ -6,6 +6,7 @@
     fusedmoe info [--shape NAME | --config config.json] [--tp N] [--ep N] [--tokens ...] [--formats ...]
     fusedmoe demo [--tokens ...] [--formats ...]
     fusedmoe tune ...   (every argument after "tune" goes to fusedmoe.tune.main(list_of_str))
+    fusedmoe check accuracy|graphs|sanitize [--out DIR]   (fusedmoe.check, on a GPU)
 """
 
 from __future__ import annotations
@@ -231,8 +232,10 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--tokens", help="token counts (default GPU 1,8,64,512,4096; CPU 1,2)")
     d.set_defaults(func=cmd_demo)
 
-    # Listed for --help only: main() passes everything after "tune" to fusedmoe.tune untouched.
+    # Listed for --help only: main() passes everything after "tune"/"check" to their modules untouched.
     sub.add_parser("tune", help="tune tile configs on this GPU (fusedmoe.tune; its own arguments)", add_help=False)
+    sub.add_parser("check", help="GPU check: accuracy at real shapes, graph replay, sanitizer cases (fusedmoe.check)",
+                   add_help=False)
     return p
 
 
@@ -240,6 +243,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["tune"]:
         return cmd_tune(argv[1:])
+    if argv[:1] == ["check"]:
+        from . import check
+
+        return int(check.main(argv[1:]) or 0)
     args = build_parser().parse_args(argv)
     return int(args.func(args) or 0)
 

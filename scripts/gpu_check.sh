@@ -30,12 +30,12 @@ bench=(python -m fusedmoe bench --shape peers --routing softmax --no-check --rep
 for step in $steps; do
   case $step in
     sass)     run sass env -u TRITON_INTERPRET python scripts/compile_check.py --json "$out/sass.json" ;;
-    accuracy) run accuracy python scripts/gpu_check.py accuracy --out "$out" ;;
-    graphs)   run graphs python scripts/gpu_check.py graphs --out "$out" ;;
+    accuracy) run accuracy python -m fusedmoe check accuracy --out "$out" ;;
+    graphs)   run graphs python -m fusedmoe check graphs --out "$out" ;;
     fp8probe) run fp8probe python scripts/fp8_probe.py ;;
     tests)    run tests env FUSEDMOE_FUZZ=${FUSEDMOE_FUZZ:-30} python -m pytest tests -q -x ;;
     memcheck) run memcheck env PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --tool memcheck \
-                --error-exitcode 9 python scripts/gpu_check.py sanitize ;;
+                --error-exitcode 9 python -m fusedmoe check sanitize ;;
     swiglu)   run swiglu python -m fusedmoe.bench.swiglu_quant --out "$out" ;;
     decode)   run decode "${bench[@]}" --formats bf16,fp8_tensor,fp8_block --tokens 1,2,4,8,16 \
                 --paths auto,route_direct,grouped --out "$out/decode" ;;

@@ -1,11 +1,12 @@
-"""GPU check: accuracy at real model shapes, CUDA-graph replay with changed inputs, and the
-small cases that ``compute-sanitizer`` runs.  Writes a markdown + JSON report.
+"""``fusedmoe check``: the GPU check of a machine.  Accuracy at real model shapes, CUDA-graph
+replay with changed inputs, and the small cases that ``compute-sanitizer`` runs; writes a
+markdown + JSON report per step.
 
-    python scripts/gpu_check.py accuracy --out DIR      # PEERS shapes x M x formats x paths
-    python scripts/gpu_check.py graphs --out DIR        # capture, replay with new inputs, bitwise vs eager
-    python scripts/gpu_check.py sanitize                # small ragged cases, every path/format (run under memcheck)
+    fusedmoe check accuracy --out DIR    # PEERS shapes x M x formats x paths against float64
+    fusedmoe check graphs --out DIR      # capture, replay with new inputs, bitwise vs eager
+    fusedmoe check sanitize              # small ragged cases, every path/format (run under memcheck)
 
-scripts/gpu_check.sh runs all of it (plus the test suite) in one call.
+scripts/gpu_check.sh runs all of it, the test suite and the benchmarks in one call.
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ from pathlib import Path
 
 import torch
 
-from fusedmoe.api import PATHS, choose_path, fused_moe, path_quantizes_activations
-from fusedmoe.reference import cosine, moe_reference, rel_l2
-from fusedmoe.routing import route
-from fusedmoe.shapes import get_shape
-from fusedmoe.weights import ExpertWeights
+from .api import PATHS, choose_path, fused_moe, path_quantizes_activations
+from .reference import cosine, moe_reference, rel_l2
+from .routing import route
+from .shapes import get_shape
+from .weights import ExpertWeights
 
 PEER_SHAPES = ("qwen3_30b_a3b", "deepseek_v3_tp8", "mixtral_8x7b_tp2", "hunyuan_tp8", "gpt_oss_120b_tp4")
 FORMATS = ("bf16", "fp16", "fp8_tensor", "fp8_block")
@@ -148,11 +149,15 @@ def _write(out_dir: Path, name: str, rows: list[dict], cols: list[str]) -> None:
     (out_dir / f"{name}.md").write_text("\n".join(lines) + "\n")
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="fusedmoe check", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("step", choices=["accuracy", "graphs", "sanitize"])
-    ap.add_argument("--out", type=Path, default=Path("benchmarks/results/H200"))
-    args = ap.parse_args()
+    ap.add_argument("--out", type=Path, default=Path("out/check"))
+    args = ap.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("fusedmoe check: needs a CUDA GPU (the CPU checks are the test suite: python -m pytest tests)")
+        return 2
     if args.step == "accuracy":
         return 0 if all(r["ok"] for r in accuracy(args.out)) else 1
     if args.step == "graphs":
