@@ -83,3 +83,13 @@ def test_tune_refuses_without_gpu(capsys):
         pytest.skip("this machine has a GPU")
     assert tune.main(["--shape", "qwen3_30b_a3b"]) == 2
     assert "needs a CUDA GPU" in capsys.readouterr().out
+
+
+def test_check_refuses_without_gpu(capsys):
+    import torch
+
+    from fusedmoe import check
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    assert check.main(["accuracy"]) == 2
+    assert "needs a CUDA GPU" in capsys.readouterr().out
