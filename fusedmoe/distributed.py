@@ -1,0 +1,34 @@
+"""Expert parallelism over torch.distributed.
+
+Every rank of ``group`` holds a contiguous window of E_local = E / world experts (rank r holds
+global ids [r * E_local, (r + 1) * E_local)) and sees the same tokens and routing (replicated,
+as after attention with tensor parallelism).  Each rank computes its experts' contributions
+with ``fused_moe(expert_offset=...)`` (routes to other ranks' experts cost nothing), then one
+all-reduce sums the partial outputs.  The shared expert's output is added once, on rank 0.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+
+from .api import fused_moe
+from .weights import ExpertWeights
+
+
+def expert_parallel_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Tensor,
+                        topk_ids: torch.Tensor, *, num_experts: int, group: dist.ProcessGroup | None = None,
+                        shared_output: torch.Tensor | None = None, out: torch.Tensor | None = None,
+                        **kwargs) -> torch.Tensor:
+    """The layer over all ranks of ``group``: x [M, H] -> [M, H], the same on every rank.
+
+    ``weights`` hold this rank's E / world experts; ``kwargs`` go to :func:`fused_moe`
+    (path, activation, check_ids, ...)."""
+    rank, world = dist.get_rank(group), dist.get_world_size(group)
+    if weights.num_experts * world != num_experts:
+        raise ValueError(f"num_experts: expected {weights.num_experts} local experts x {world} ranks = "
+                         f"{weights.num_experts * world}, got {num_experts}")
+    out = fused_moe(x, weights, topk_weights, topk_ids, expert_offset=rank * weights.num_experts,
+                    num_experts=num_experts, shared_output=shared_output if rank == 0 else None, out=out, **kwargs)
+    dist.all_reduce(out, group=group)
+    return out
