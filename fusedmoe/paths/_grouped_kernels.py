@@ -53,12 +53,16 @@ def expert_tile(a_ptr, a_rows, a_ok, stride_a, as_ptr, stride_as,
 
 
 @triton.jit
-def _block_rows(routes_ptr, block_expert_ptr, num_blocks_ptr, b, BLOCK_M: tl.constexpr):
-    """(expert, routes [BLOCK_M], valid [BLOCK_M]) of block b; expert -1 when the block is dead."""
+def _program_block(routes_ptr, block_expert_ptr, num_blocks_ptr, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """This program's (expert, routes [BLOCK_M], valid [BLOCK_M], N tile): block pid // tiles,
+    tile pid % tiles.  Expert -1 when the block is past num_blocks or holds no held route."""
+    pid = tl.program_id(0)
+    num_n = tl.cdiv(N, BLOCK_N)
+    b = pid // num_n
     live = b < tl.load(num_blocks_ptr)
     e = tl.load(block_expert_ptr + b, mask=live, other=-1)
     r = tl.load(routes_ptr + b * BLOCK_M + tl.arange(0, BLOCK_M), mask=live & (e >= 0), other=-1)
-    return e, r, r >= 0
+    return e, r, r >= 0, pid % num_n
 
 
 @triton.jit
@@ -71,11 +75,7 @@ def grouped_gate_up_kernel(
     """act[r, n] = act(x[tok(r)] . W13[e, n] + b[e, n]) * (x[tok(r)] . W13[e, I + n] + b[e, I + n])
     for the routes r of one block and n in one BLOCK_N tile of I (bias b [E, 2I] if HAS_BIAS);
     with QUANT_OUT (BLOCK_N == 128) act is e4m3 with the tile's per-row scale in acts[r, tile]."""
-    pid = tl.program_id(0)
-    num_n = tl.cdiv(I, BLOCK_N)
-    b = pid // num_n
-    nt = pid % num_n
-    e, r, valid = _block_rows(routes_ptr, block_expert_ptr, num_blocks_ptr, b, BLOCK_M)
+    e, r, valid, nt = _program_block(routes_ptr, block_expert_ptr, num_blocks_ptr, I, BLOCK_M, BLOCK_N)
     if e < 0:
         return
     rows = tl.where(valid, r // TOPK, 0).to(tl.int64)
@@ -113,11 +113,7 @@ def grouped_down_kernel(
         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     """y[r, n] = act[r] . W2[e, n] (+ b[e, n], b [E, H] if HAS_BIAS) for the routes r of one block
     and n in one BLOCK_N tile of H."""
-    pid = tl.program_id(0)
-    num_n = tl.cdiv(H, BLOCK_N)
-    b = pid // num_n
-    nt = pid % num_n
-    e, r, valid = _block_rows(routes_ptr, block_expert_ptr, num_blocks_ptr, b, BLOCK_M)
+    e, r, valid, nt = _program_block(routes_ptr, block_expert_ptr, num_blocks_ptr, H, BLOCK_M, BLOCK_N)
     if e < 0:
         return
     r64 = tl.where(valid, r, 0).to(tl.int64)
