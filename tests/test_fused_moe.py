@@ -268,3 +268,6 @@ def test_kernel_launches_per_call(fmt, path, launches, monkeypatch, device):
     names = _count_launches(monkeypatch, lambda: fused_moe(x, weights, tw.bfloat16(), ids.long(), path=path,
                                                            check_ids=False))
     assert len(names) == launches, names
+    from fusedmoe.paths import grouped, route_direct
+    expected = route_direct.KERNEL_LAUNCHES if path == "route_direct" else grouped.kernel_launches(4, 2, weights)
+    assert expected == launches  # what fusedmoe info reports

@@ -14,7 +14,7 @@ import triton
 
 from .. import quant
 from ..epilogue import ACTIVATIONS, combine_launch, quantize_rows
-from ..plan import build_plan
+from ..plan import build_plan, plan_launches
 from ..policy import GroupedConfig
 from ..weights import ExpertWeights
 from ._common import optional_ptr, scale_args
@@ -22,6 +22,17 @@ from ._grouped_kernels import grouped_down_kernel, grouped_gate_up_kernel
 
 QUANTIZES_ACTIVATIONS = {"bf16": False, "fp16": False, "fp8_tensor": True, "fp8_block": True}
 
+
+
+def uses_no_permute(num_routes: int, num_local_experts: int) -> bool:
+    """The no-permute plan (seed 004) when routes are far fewer than experts."""
+    return num_routes * 4 <= num_local_experts
+
+
+def kernel_launches(m: int, top_k: int, weights: ExpertWeights) -> int:
+    """Launches of one call: [quantise x] + the plan's + gate/up + down + combine."""
+    routes, e_local = m * top_k, weights.num_experts
+    return int(weights.is_fp8) + plan_launches(routes, e_local, no_permute=uses_no_permute(routes, e_local)) + 3
 
 
 def grouped_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Tensor, topk_ids: torch.Tensor,
@@ -36,7 +47,7 @@ def grouped_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Ten
     gu, dn = config.gate_up, config.down
 
     plan = build_plan(topk_ids, num_experts, bm, expert_offset=expert_offset, num_local_experts=e_local,
-                      no_permute=m * k * 4 <= e_local)
+                      no_permute=uses_no_permute(m * k, e_local))
     max_blocks = plan.block_expert.numel()
 
     if fp8:

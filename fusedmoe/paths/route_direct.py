@@ -15,6 +15,7 @@ from ..weights import ExpertWeights
 from ._common import optional_ptr, scale_args
 from ._route_direct_kernels import route_down_kernel, route_gate_up_kernel
 
+KERNEL_LAUNCHES = 2  # gate/up, down + combine
 QUANTIZES_ACTIVATIONS = {"bf16": False, "fp16": False, "fp8_tensor": False, "fp8_block": False}
 
 
