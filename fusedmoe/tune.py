@@ -89,7 +89,7 @@ def _case_timer(shape, fmt: str, path: str, m: int, device: torch.device) -> Cal
     w0 = ExpertWeights.from_dense(w13, w2, fmt)
     del w13, w2
     active = harness.expected_active_experts(shape, m) * w0.expert_nbytes
-    copies = [w0] + [harness._copy_weights(w0) for _ in range(min(16, harness.copies_needed(active, 200e6)) - 1)]
+    copies = [w0] + [w0.clone() for _ in range(min(16, harness.copies_needed(active, 200e6)) - 1)]
     gen = torch.Generator(device=device).manual_seed(m)
     routings = [harness.random_routing(shape, m, gen, "softmax") for _ in copies]
     x = torch.randn(m, shape.hidden_size, device=device, generator=gen).to(torch.bfloat16)

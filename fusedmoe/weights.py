@@ -176,6 +176,12 @@ class ExpertWeights:
         return ExpertWeights(self.format, self.w13[sel], self.w2[sel], pick(self.w13_scale), pick(self.w2_scale),
                              pick(self.w13_bias), pick(self.w2_bias))
 
+    def clone(self) -> "ExpertWeights":
+        """A copy in new memory (benchmarks rotate copies past the L2 cache)."""
+        cp = lambda t: None if t is None else t.clone()  # noqa: E731
+        return ExpertWeights(self.format, cp(self.w13), cp(self.w2), cp(self.w13_scale), cp(self.w2_scale),
+                             cp(self.w13_bias), cp(self.w2_bias))
+
     def to(self, device: torch.device | str) -> "ExpertWeights":
         """A copy on ``device``."""
         mv = lambda t: None if t is None else t.to(device)  # noqa: E731

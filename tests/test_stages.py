@@ -97,3 +97,14 @@ def test_quantisation_ties_round_to_even(device):
     assert torch.equal(q_ref.float().cpu()[0], quant.round_to_e4m3(row))
     on_grid = quant.round_to_e4m3(values)
     assert torch.equal(on_grid[: len(mids)], mids.to(torch.float8_e4m3fn).float())  # torch's CPU cast agrees
+
+
+def test_clone_is_a_full_copy(device):
+    # Benchmarks rotate clones past L2: a clone carries scales and biases, in new memory.
+    w = ExpertWeights.from_dense(torch.randn(2, 64, 32, device=device), torch.randn(2, 32, 32, device=device),
+                                 "fp8_block", w13_bias=torch.randn(2, 64, device=device),
+                                 w2_bias=torch.randn(2, 32, device=device))
+    c = w.clone()
+    for name in ("w13", "w2", "w13_scale", "w2_scale", "w13_bias", "w2_bias"):
+        a, b = getattr(w, name), getattr(c, name)
+        assert torch.equal(a.float(), b.float()) and a.data_ptr() != b.data_ptr(), name

@@ -225,13 +225,6 @@ def copies_needed(active_bytes: float, target: float) -> int:
     return max(2, 1 + math.ceil(target / max(active_bytes, 1.0)))
 
 
-def _copy_weights(w):
-    from ..weights import ExpertWeights
-
-    c = lambda t: None if t is None else t.clone()  # noqa: E731
-    return ExpertWeights.from_quantized(w.format, c(w.w13), c(w.w2), c(w.w13_scale), c(w.w2_scale))
-
-
 # ---- timing -------------------------------------------------------------------------------------
 
 def _time_cpu(calls: Sequence[Callable], s: Settings) -> float:
@@ -415,7 +408,7 @@ def _build_copies(base, shape: MoEShape, tokens: Sequence[int], s: Settings, dev
     fit = 1 + int(torch.cuda.mem_get_info(device)[0] * s.memory_fraction // max(total, 1))
     copies = [base]
     while len(copies) < min(want, fit, s.max_copies):
-        copies.append(_copy_weights(base))
+        copies.append(base.clone())
     return copies
 
 
