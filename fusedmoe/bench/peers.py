@@ -18,6 +18,8 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
+from ..reference import held_routes
+
 PEERS = ("torch_grouped_mm", "torch_naive")
 _SUPPORTED = {"torch_grouped_mm": ("bf16", "fp16", "fp8_tensor"), "torch_naive": ("bf16", "fp16")}
 _FP8_MAX = 448.0
@@ -34,17 +36,11 @@ def unsupported_reason(peer: str, fmt: str, device: torch.device) -> str | None:
     return None
 
 
-def _local_ids(topk_ids: torch.Tensor, expert_offset: int, num_experts: int) -> torch.Tensor:
-    from ..reference import held_routes
-
-    return held_routes(topk_ids, expert_offset, num_experts)
-
-
 def torch_naive(x: torch.Tensor, weights, topk_weights: torch.Tensor, topk_ids: torch.Tensor,
                 expert_offset: int = 0) -> torch.Tensor:
     """The transformers-style loop over experts; x [M, H] -> [M, H] in x's dtype."""
     e_local, inter = weights.num_experts, weights.intermediate_size
-    local = _local_ids(topk_ids, expert_offset, e_local)
+    local = held_routes(topk_ids, expert_offset, e_local)
     mask = F.one_hot(local + 1, e_local + 1)[..., 1:].permute(2, 1, 0)  # [E, k, M]; unheld routes dropped
     out = torch.zeros_like(x)
     rw = topk_weights.to(x.dtype)
@@ -70,7 +66,7 @@ def torch_grouped_mm(x: torch.Tensor, weights, topk_weights: torch.Tensor, topk_
     """Sort routes by expert, two grouped GEMMs, weighted scatter-add; x [M, H] -> [M, H]."""
     m, k = topk_ids.shape
     e_local, inter = weights.num_experts, weights.intermediate_size
-    key = _local_ids(topk_ids, expert_offset, e_local).flatten()
+    key = held_routes(topk_ids, expert_offset, e_local).flatten()
     key = torch.where(key >= 0, key, e_local)  # routes not held sort after every group
     order = torch.argsort(key, stable=True)
     counts = torch.zeros(e_local + 1, dtype=torch.int32, device=x.device)
