@@ -7,6 +7,7 @@ the fallback and always give a config every GPU can run.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
@@ -24,7 +25,8 @@ CONFIG_DIR = Path(__file__).parent / "configs"
 @dataclass(frozen=True)
 class Tile:
     """One GEMM launch: rows of N per program, K step, warps, pipeline depth, K splits, and
-    swap_ab (grouped path: weights on the MMA's M side, routes on N, for BLOCK_M < 64)."""
+    swap_ab: weights on the MMA's M side, routes on N (grouped path: for BLOCK_M < 64;
+    route-direct gate/up: the tensor-core form, which also streams a shared expert once)."""
 
     block_n: int
     block_k: int
@@ -148,8 +150,11 @@ def legal(path: str, cfg: GroupedConfig | RouteDirectConfig, fmt: str) -> bool:
         scaled_ok = fmt not in FP8_FORMATS or (cfg.gate_up.block_n == 128 and all(128 % t.block_k == 0 for t in tiles))
         return (pow2 and scaled_ok and cfg.block_m >= 16 and all(t.block_k >= 16 and t.block_n >= 16 for t in tiles)
                 and all(t.split_k == 1 for t in tiles))
+    mma = cfg.gate_up
+    mma_ok = not mma.swap_ab or (mma.block_n >= 8 and mma.block_k >= 16
+                                 and (fmt != "fp8_block" or mma.block_k == 128))
     return (pow2 and (fmt != "fp8_block" or all(t.block_k % 128 == 0 for t in tiles)) and cfg.down.split_k == 1
-            and not any(t.swap_ab for t in tiles))
+            and not cfg.down.swap_ab and mma_ok)
 
 
 # A table entry measured for one format also serves formats that stream the same bytes.
@@ -168,6 +173,8 @@ def tuned_config(path: str, device_name: str, m: int, top_k: int, num_experts: i
         cands.sort(key=lambda e: abs(math.log2(e["tokens"]) - math.log2(max(1, m))))
         for e in cands:
             cfg = _from_dict(path, e["config"])
+            if fmt == "fp8_block" and path == "route_direct" and cfg.gate_up.swap_ab:
+                cfg = RouteDirectConfig(dataclasses.replace(cfg.gate_up, block_k=128), cfg.down)  # one scale per step
             if legal(path, cfg, fmt):
                 return cfg
     return None

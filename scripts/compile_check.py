@@ -26,7 +26,7 @@ from triton.compiler import ASTSource
 
 from fusedmoe._epilogue_kernels import _combine_kernel, _quantize_rows_kernel, _swiglu_kernel
 from fusedmoe.paths._grouped_kernels import grouped_down_kernel, grouped_gate_up_kernel
-from fusedmoe.paths._route_direct_kernels import route_down_kernel, route_gate_up_kernel
+from fusedmoe.paths._route_direct_kernels import route_down_kernel, route_gate_up_kernel, route_gate_up_mma_kernel
 
 TARGET = GPUTarget("cuda", 90, 32)
 CUOBJDUMP = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
@@ -69,6 +69,12 @@ CASES = [
      dict(W_SCALE=0, SPLIT_K=1, ACTIVATION=0, HAS_BIAS=False, BLOCK_N=8, BLOCK_K=2048), 8, False),
     ("route_gate_up fp8_block split2 oai+bias", route_gate_up_kernel, dict(x_ptr="*bf16", w_ptr=FP8, ids_ptr="*i32"),
      dict(W_SCALE=2, SPLIT_K=2, ACTIVATION=2, HAS_BIAS=True, BLOCK_N=8, BLOCK_K=1024), 8, False),
+    ("route_gate_up_mma bf16 N32", route_gate_up_mma_kernel, dict(x_ptr="*bf16", w_ptr="*bf16", ids_ptr="*i32"),
+     dict(W_SCALE=0, SPLIT_K=1, ACTIVATION=0, HAS_BIAS=False, BLOCK_N=32, BLOCK_K=256), 4, True),
+    ("route_gate_up_mma fp8_block split2", route_gate_up_mma_kernel, dict(x_ptr="*bf16", w_ptr=FP8, ids_ptr="*i32"),
+     dict(W_SCALE=2, SPLIT_K=2, ACTIVATION=0, HAS_BIAS=True, BLOCK_N=32, BLOCK_K=128), 4, True),
+    ("route_gate_up_mma fp8_tensor N64", route_gate_up_mma_kernel, dict(x_ptr="*bf16", w_ptr=FP8, ids_ptr="*i32"),
+     dict(W_SCALE=1, SPLIT_K=1, ACTIVATION=0, HAS_BIAS=False, BLOCK_N=64, BLOCK_K=256), 4, True),
     ("route_down bf16 k8", route_down_kernel, dict(w_ptr="*bf16", ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16"),
      route_down(8, 0, 1, True, 0, False, 16, 128), 8, False),
     ("route_down fp8_block k6 split2 oai+bias", route_down_kernel,

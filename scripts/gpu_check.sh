@@ -11,6 +11,8 @@
 #   swiglu    fused SwiGLU + FP8 quantisation against the separate kernels
 #   decode    fusedmoe bench, M 1..16, auto and both paths forced
 #   grouped   fusedmoe bench, M 32..8192, auto, grouped and torch_grouped_mm
+#   tune      fusedmoe tune of the route-direct tables (M 1..8, TUNE_MIN minutes) into OUT_DIR/configs,
+#             then installed in this tree so that later steps use them
 # Limits per step: STEP_S (default 240).  Exit status 1 if any step failed.
 set -u
 out=${1:?usage: scripts/gpu_check.sh OUT_DIR [steps...]}; shift
@@ -33,10 +35,14 @@ for step in $steps; do
     accuracy) run accuracy python -m fusedmoe check accuracy --out "$out" ;;
     graphs)   run graphs python -m fusedmoe check graphs --out "$out" ;;
     fp8probe) run fp8probe python scripts/fp8_probe.py ;;
-    tests)    run tests env FUSEDMOE_FUZZ=${FUSEDMOE_FUZZ:-30} python -m pytest tests -q -x ;;
+    tests)    run tests env FUSEDMOE_FUZZ=${FUSEDMOE_FUZZ:-30} python -m pytest tests -q ;;
     memcheck) run memcheck env PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --tool memcheck \
                 --error-exitcode 9 python -m fusedmoe check sanitize ;;
     swiglu)   run swiglu python -m fusedmoe.bench.swiglu_quant --out "$out" ;;
+    tune)     mkdir -p "$out/configs/NVIDIA_H200" && cp fusedmoe/configs/NVIDIA_H200/route_direct.json "$out/configs/NVIDIA_H200/"
+              run tune python -m fusedmoe tune --shape peers --formats bf16,fp8_tensor --tokens 1,2,4,8 \
+                --paths route_direct --budget-min "${TUNE_MIN:-4}" --force --out-dir "$out/configs"
+              cp "$out/configs/NVIDIA_H200/route_direct.json" fusedmoe/configs/NVIDIA_H200/ ;;
     decode)   run decode "${bench[@]}" --formats bf16,fp8_tensor,fp8_block --tokens 1,2,4,8,16 \
                 --paths auto,route_direct,grouped --out "$out/decode" ;;
     grouped)  run grouped "${bench[@]}" --formats bf16,fp8_tensor,fp8_block --tokens 32,64,128,512,2048,8192 \

@@ -1,4 +1,7 @@
-"""Expert parallelism over torch.distributed: two CPU ranks (gloo) equal one rank holding all experts."""
+"""Expert parallelism over torch.distributed: two ranks (gloo) equal one rank holding all experts.
+
+Without a GPU the ranks run the kernels in Triton's interpreter on CPU tensors; with one, both
+ranks share it (gloo all-reduces CUDA tensors too)."""
 
 import os
 import sys
@@ -12,7 +15,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _rank_main(rank: int, world: int, init_file: str, result_file: str) -> None:
-    os.environ.setdefault("TRITON_INTERPRET", "1")
+    gpu = torch.cuda.is_available()
+    if not gpu:
+        os.environ.setdefault("TRITON_INTERPRET", "1")
     sys.path.insert(0, str(ROOT))
     from fusedmoe.distributed import expert_parallel_moe
     from fusedmoe.weights import ExpertWeights
@@ -25,12 +30,15 @@ def _rank_main(rank: int, world: int, init_file: str, result_file: str) -> None:
     ids = torch.randint(-1, e, (m, k), dtype=torch.int32)
     tw = torch.rand(m, k)
     shared = torch.randn(m, h).half()
+    dev = "cuda" if gpu else "cpu"
+    full, x, ids, tw, shared = full.to(dev), x.to(dev), ids.to(dev), tw.to(dev), shared.to(dev)
     local = full.local_window(rank * e // world, e // world)
     out = expert_parallel_moe(x, local, tw, ids, num_experts=e, shared_output=shared, path="route_direct")
     if rank == 0:
         from fusedmoe.api import fused_moe
 
-        torch.save((out, fused_moe(x, full, tw, ids, shared_output=shared, path="route_direct")), result_file)
+        single = fused_moe(x, full, tw, ids, shared_output=shared, path="route_direct")
+        torch.save((out.cpu(), single.cpu()), result_file)
     dist.destroy_process_group()
 
 

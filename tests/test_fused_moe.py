@@ -171,6 +171,20 @@ def test_all_routes_dropped_gives_shared_only(device):
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("m,e,k,split", [
+    (70, 3, 2, 1),   # 140 routes on 3 experts: several groups of 16 per expert, a scan past 128 ids
+    (2, 40, 4, 2),   # decode-like: routes rarely share an expert; K split
+    (9, 5, 3, 3),    # ragged K split (H = 300 is not a multiple of 3 x 128)
+])
+def test_route_direct_tensor_core_form(fmt, m, e, k, split, device):
+    # The swap-AB gate/up (routes sharing an expert are grouped by a scan of topk_ids).
+    weights, x, tw, ids = make_layer(m, e, k, 300, 72, fmt, device)
+    cfg = policy.RouteDirectConfig(policy.Tile(16, 128, 4, 2, split_k=split, swap_ab=True), policy.Tile(16, 128, 4, 1))
+    assert policy.legal("route_direct", cfg, fmt)
+    run_and_check(weights, x, tw, ids, "route_direct", config=cfg)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
 def test_route_direct_split_k_and_small_tiles(fmt, device):
     # Split K with the SwiGLU applied in the down kernel, and tiles smaller than I and H.
     weights, x, tw, ids = make_layer(2, 6, 3, 300, 136, fmt, device)

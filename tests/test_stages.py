@@ -46,6 +46,21 @@ def test_quantize_rows_matches_torch(shape, device):
     assert torch.equal(q.view(torch.uint8), q_ref.view(torch.uint8))
 
 
+def test_quantize_bf16_rows_matches_torch(device):
+    # bf16 inputs put v / scale on e4m3 midpoints often: any 1-ulp difference in the scale shows.
+    a = torch.randn(64, 2048, device=device).to(torch.bfloat16 if ON_GPU else torch.float16)
+    q, s = quantize_rows(a)
+    q_ref, s_ref = quant.quantize_rows_grouped(a)
+    assert torch.equal(s, s_ref)
+    assert torch.equal(q.view(torch.uint8), q_ref.view(torch.uint8))
+
+
+def test_scale_is_the_correctly_rounded_quotient(device):
+    # torch divides by a Python scalar on CUDA as a product with its reciprocal: 1 ulp off.
+    amax = torch.rand(100_000, device=device) * 10 + 1e-3
+    assert torch.equal(quant._safe_scale(amax), (amax.double() / 448.0).float())
+
+
 def test_zero_group_has_unit_scale(device):
     q, s = quantize_rows(torch.zeros(2, 256, device=device))
     assert torch.equal(s, torch.ones_like(s)) and not q.float().any()

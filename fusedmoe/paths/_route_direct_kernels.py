@@ -93,6 +93,94 @@ def route_gate_up_kernel(
 
 
 @triton.jit
+def _route_group(ids_ptr, r, gid, R, MATES: tl.constexpr, CHUNK: tl.constexpr):
+    """The routes that share route r's expert ``gid``, taken MATES at a time in route order.
+
+    Returns (lead, mates [MATES], ok [MATES]): lead is True when r opens a group (the number of
+    earlier routes on gid is a multiple of MATES); mates are the group's route indices, r
+    first.  A scan of topk_ids (R is small at decode) stands in for a sorted plan."""
+    rank = 0
+    for c in range(0, r, CHUNK):
+        idx = c + tl.arange(0, CHUNK)
+        rank += tl.sum((tl.load(ids_ptr + idx, mask=idx < r, other=-1) == gid).to(tl.int32))
+    slots = tl.arange(0, MATES)
+    mates = tl.zeros([MATES], dtype=tl.int32)
+    found = 0
+    for c in range(r, R, CHUNK):
+        idx = c + tl.arange(0, CHUNK)
+        same = (tl.load(ids_ptr + idx, mask=idx < R, other=-1) == gid).to(tl.int32)
+        slot = found + tl.cumsum(same, axis=0) - 1
+        hit = (same[None, :] > 0) & (slot[None, :] == slots[:, None])
+        mates += tl.sum(tl.where(hit, idx[None, :], 0), axis=1)
+        found += tl.sum(same)
+    return rank % MATES == 0, mates, slots < found
+
+
+@triton.jit
+def route_gate_up_mma_kernel(
+        x_ptr, w_ptr, ws_ptr, b_ptr, ids_ptr, act_ptr,
+        H, I, R, expert_offset, num_local, TOPK, stride_x, stride_we, stride_wn, stride_wse, stride_wsn,
+        W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr,
+        BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """The gate/up step of route_gate_up_kernel (same outputs) on the tensor cores, swap-AB:
+    the expert's [2*BLOCK_N, BLOCK_K] weight tile is the MMA's M side and up to 16 routes on
+    that expert its N side, so routes sharing an expert stream its rows once.  Only the route
+    that leads each group of 16 works; the others exit.  FP8 weights are upcast to the
+    activations' dtype (exact) and the products summed in fp32; block scales need BLOCK_K 128."""
+    MATES: tl.constexpr = 16
+    pid = tl.program_id(0)
+    r = pid % R
+    rest = pid // R
+    nt = rest // SPLIT_K
+    s = rest % SPLIT_K
+    gid = tl.load(ids_ptr + r)
+    if not is_held(gid, expert_offset, num_local):
+        return
+    lead, mates, ok = _route_group(ids_ptr, r, gid, R, MATES, 128)
+    if not lead:
+        return
+    e = (gid - expert_offset).to(tl.int64)
+    tok = tl.where(ok, mates // TOPK, 0).to(tl.int64)
+    j = tl.arange(0, 2 * BLOCK_N)
+    half = j // BLOCK_N
+    n = nt * BLOCK_N + j % BLOCK_N
+    n_ok = n < I
+    w_rows = (half * I + n).to(tl.int64)
+    s_rows = half * tl.cdiv(I, 128) + n // 128
+    k_per = tl.cdiv(tl.cdiv(H, SPLIT_K), BLOCK_K) * BLOCK_K
+    k_lo = s * k_per
+    k_hi = tl.minimum(H, k_lo + k_per)
+    offs_k = tl.arange(0, BLOCK_K)
+    x_base = x_ptr + tok[:, None] * stride_x
+    w_base = w_ptr + e * stride_we + w_rows[:, None] * stride_wn
+    acc = tl.zeros([2 * BLOCK_N, MATES], dtype=tl.float32)
+    for k0 in range(k_lo, k_hi, BLOCK_K):
+        kk = k0 + offs_k
+        k_ok = kk < k_hi
+        xt = tl.load(x_base + kk[None, :], mask=ok[:, None] & k_ok[None, :], other=0.0)
+        w = tl.load(w_base + kk[None, :], mask=n_ok[:, None] & k_ok[None, :], other=0.0).to(xt.dtype)
+        if W_SCALE == 2:
+            sw = tl.load(ws_ptr + e * stride_wse + s_rows * stride_wsn + k0 // 128, mask=n_ok, other=0.0)
+            acc += tl.dot(w, tl.trans(xt)) * sw[:, None]
+        else:
+            acc = tl.dot(w, tl.trans(xt), acc)
+    acc = tl.trans(acc)
+    if W_SCALE == 1:
+        acc = acc * tl.load(ws_ptr + e)
+    if HAS_BIAS:
+        acc += tl.load(b_ptr + e * 2 * I + w_rows, mask=n_ok & (s == 0), other=0.0)[None, :]
+    rows = tl.where(ok, mates, 0).to(tl.int64)
+    if SPLIT_K == 1:
+        gate, up = tl.split(tl.permute(tl.reshape(acc, (MATES, 2, BLOCK_N)), (0, 2, 1)))
+        cols = nt * BLOCK_N + tl.arange(0, BLOCK_N)
+        tl.store(act_ptr + rows[:, None] * I + cols[None, :], glu(gate, up, ACTIVATION),
+                 mask=ok[:, None] & (cols < I)[None, :])
+    else:
+        base = act_ptr + (s.to(tl.int64) * R + rows[:, None]) * (2 * I)
+        tl.store(base + w_rows[None, :], acc, mask=ok[:, None] & n_ok[None, :])
+
+
+@triton.jit
 def _load_act(act_ptr, r, ok, kk, I, R, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr):
     """Activation output [KP, BLOCK_K] of routes r [KP] at columns kk, reducing K-split partials."""
     mask = ok[:, None] & (kk < I)[None, :]

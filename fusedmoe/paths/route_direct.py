@@ -13,11 +13,10 @@ from ..epilogue import ACTIVATIONS
 from ..policy import RouteDirectConfig
 from ..weights import ExpertWeights
 from ._common import optional_ptr, scale_args
-from ._route_direct_kernels import route_down_kernel, route_gate_up_kernel
+from ._route_direct_kernels import route_down_kernel, route_gate_up_kernel, route_gate_up_mma_kernel
 
 KERNEL_LAUNCHES = 2  # gate/up, down + combine
 QUANTIZES_ACTIVATIONS = {"bf16": False, "fp16": False, "fp8_tensor": False, "fp8_block": False}
-
 
 
 def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Tensor, topk_ids: torch.Tensor,
@@ -31,7 +30,8 @@ def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torc
     split = gu.split_k
     act = torch.empty((r * inter) if split == 1 else (split * r * 2 * inter), dtype=torch.float32, device=x.device)
     ws, se, sn, mode = scale_args(weights, weights.w13_scale, x)
-    route_gate_up_kernel[(r * triton.cdiv(inter, gu.block_n) * split,)](
+    gate_up = route_gate_up_mma_kernel if gu.swap_ab else route_gate_up_kernel
+    gate_up[(r * triton.cdiv(inter, gu.block_n) * split,)](
         x, weights.w13, ws, optional_ptr(weights.w13_bias, x), topk_ids, act, hidden, inter, r, expert_offset,
         e_local, k, x.stride(0), weights.w13.stride(0), weights.w13.stride(1), se, sn,
         W_SCALE=mode, SPLIT_K=split, ACTIVATION=ACTIVATIONS[activation], HAS_BIAS=weights.w13_bias is not None,
