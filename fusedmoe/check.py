@@ -19,6 +19,7 @@ from pathlib import Path
 
 import torch
 
+from . import policy
 from .api import PATHS, choose_path, fused_moe, path_quantizes_activations
 from .reference import cosine, moe_reference, rel_l2
 from .routing import route
@@ -49,6 +50,17 @@ def layer_inputs(shape, m, gen, dtype=torch.bfloat16):
     return torch.randn(m, shape.hidden_size, device=DEV, generator=gen).to(dtype), tw, ids
 
 
+def variants(path: str, m: int, shape, fmt: str) -> list[tuple[str, object]]:
+    """(label, config) runs of a path: its dispatched config (None), and for route-direct also
+    the tensor-core gate/up form, which the tuned tables may pick."""
+    if path != "route_direct":
+        return [(path, None)]
+    base = policy.route_direct_config(m, shape.top_k, shape.num_local_experts, shape.hidden_size,
+                                      shape.intermediate_size, fmt, torch.cuda.get_device_properties(DEV).multi_processor_count)
+    mma = policy.RouteDirectConfig(policy.Tile(32, 128, 4, 3, 2, swap_ab=True), base.down)
+    return [(path, None), (path + "_mma", mma)]
+
+
 def accuracy(out_dir: Path, tokens=(1, 8, 64, 512, 4096)) -> list[dict]:
     rows = []
     gen = torch.Generator(device=DEV).manual_seed(1)
@@ -64,18 +76,18 @@ def accuracy(out_dir: Path, tokens=(1, 8, 64, 512, 4096)) -> list[dict]:
                 auto = choose_path(m, shape.top_k, weights)
                 paths = [p for p in PATHS if p == auto or m <= 512]
                 ref_plain = moe_reference(x, unquant, tw, ids)
-                for path in paths:
+                for path, (label, cfg) in ((p, v) for p in paths for v in variants(p, m, shape, fmt)):
                     out = torch.full_like(x, float("nan"))
-                    fused_moe(x, weights, tw, ids, path=path, out=out)
+                    fused_moe(x, weights, tw, ids, path=path, out=out, config=cfg)
                     ref_q = moe_reference(x, weights, tw, ids,
                                           quantize_activations=path_quantizes_activations(path, fmt))
-                    row = dict(shape=name, format=fmt, M=m, path=path, auto=path == auto,
+                    row = dict(shape=name, format=fmt, M=m, path=label, auto=path == auto and cfg is None,
                                rel_l2=rel_l2(out, ref_q), cosine=cosine(out, ref_q),
                                rel_l2_unquantized=rel_l2(out, ref_plain), nan=bool(torch.isnan(out).any()))
                     row["ok"] = (not row["nan"] and row["rel_l2"] <= 5e-3 and row["cosine"] >= 0.99995
                                  and (fmt not in ("fp8_tensor", "fp8_block") or row["rel_l2_unquantized"] <= 0.08))
                     rows.append(row)
-                    print(f"{name:18s} {fmt:10s} M={m:5d} {path:13s} relL2={row['rel_l2']:.2e} "
+                    print(f"{name:18s} {fmt:10s} M={m:5d} {label:17s} relL2={row['rel_l2']:.2e} "
                           f"cos={row['cosine']:.6f} vs-unquant={row['rel_l2_unquantized']:.2e} "
                           f"{'ok' if row['ok'] else 'FAIL'}", flush=True)
         del w13, w2
@@ -94,11 +106,12 @@ def graphs(out_dir: Path) -> list[dict]:
         w13, w2 = dense_weights(shape.num_experts, shape.hidden_size, shape.intermediate_size, gen)
         for fmt in ("bf16", "fp8_tensor", "fp8_block"):
             weights = ExpertWeights.from_dense(w13, w2, fmt)
-            for path in PATHS:
+            for path, (label, cfg) in ((p, v) for p in PATHS for v in variants(p, m, shape, fmt)):
                 x, tw, ids = layer_inputs(shape, m, gen)
                 shared = torch.randn_like(x)
                 out = torch.empty_like(x)
-                run = lambda: fused_moe(x, weights, tw, ids, path=path, out=out, shared_output=shared)  # noqa: E731
+                run = lambda: fused_moe(x, weights, tw, ids, path=path, out=out, shared_output=shared,  # noqa: E731
+                                        config=cfg)
                 run()
                 torch.cuda.synchronize()
                 g = torch.cuda.CUDAGraph()
@@ -111,10 +124,10 @@ def graphs(out_dir: Path) -> list[dict]:
                     out.fill_(float("nan"))
                     g.replay()
                     torch.cuda.synchronize()
-                    eager = fused_moe(x, weights, tw, ids, path=path, shared_output=shared)
+                    eager = fused_moe(x, weights, tw, ids, path=path, shared_output=shared, config=cfg)
                     equal &= torch.equal(out, eager)
-                rows.append(dict(shape=name, M=m, format=fmt, path=path, bitwise_equal=equal))
-                print(f"graph {name} M={m} {fmt} {path}: {'bitwise equal' if equal else 'DIFFERENT'}", flush=True)
+                rows.append(dict(shape=name, M=m, format=fmt, path=label, bitwise_equal=equal))
+                print(f"graph {name} M={m} {fmt} {label}: {'bitwise equal' if equal else 'DIFFERENT'}", flush=True)
     _write(out_dir, "graphs", rows, ["shape", "M", "format", "path", "bitwise_equal"])
     return rows
 
@@ -131,8 +144,9 @@ def sanitize() -> None:
             ids = torch.randint(-1, n_global, (m, k), device=DEV, generator=gen, dtype=torch.int32)
             tw = torch.rand(m, k, device=DEV, generator=gen)
             for path in PATHS:
-                fused_moe(x, weights, tw, ids, path=path, expert_offset=offset, num_experts=n_global,
-                          shared_output=torch.randn_like(x))
+                for _, cfg in variants(path, m, get_shape("qwen3_30b_a3b"), fmt):
+                    fused_moe(x, weights, tw, ids, path=path, expert_offset=offset, num_experts=n_global,
+                              shared_output=torch.randn_like(x), config=cfg)
     torch.cuda.synchronize()
     print("sanitize cases done")
 
