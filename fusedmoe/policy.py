@@ -81,31 +81,40 @@ def grouped_config(m: int, top_k: int, num_experts: int, hidden: int, inter: int
     return GroupedConfig(bm, Tile(64, 64, warps, 3, swap_ab=swap), Tile(128, 64, warps, 3, swap_ab=swap))
 
 
-DOWN_TILE_ELEMENTS = 16384
+DOWN_TILE_ELEMENTS = 8192
 
 
 def route_direct_config(m: int, top_k: int, num_experts: int, hidden: int, inter: int, fmt: str,
                         num_sms: int) -> RouteDirectConfig:
-    """Heuristic tiles of the route-direct path: wide K steps (bytes in flight), enough
-    programs to keep every SM streaming (>= 4 per SM), a K split of the gate/up GEMV when the
-    routes alone cannot give that."""
+    """Heuristic tiles of the route-direct path, read off the tuned H200 tables (2026-11-30,
+    40 cases of the PEERS shapes at M = 1..8):
+
+    - 16-bit weights: the tensor-core gate/up form won 19 of 20 cases (by up to 1.8x at M=2..8,
+      where it streams a shared expert once): 32 rows of I per program, K step 256 at M <= 2
+      else 128, a K split of 2 when the routes' tiles cannot cover the SMs once.
+    - FP8 weights: the GEMV form won 18 of 20 (upcasting e4m3 to bf16 for the MMA costs more
+      than it saves): K step 512, rows per program shrunk until there are >= 4 programs per SM.
+    - down: the [next_pow2(k), dn, bk] tile near 8K elements, 4 warps, dn shrunk to keep
+      >= 4 programs per SM, never under 128 columns."""
     routes = max(1, m * top_k)
     target = 4 * num_sms
-    bn = 16
-    while bn > 4 and routes * triton.cdiv(inter, bn) < target:
-        bn //= 2
-    split = 1
-    while split < 4 and routes * triton.cdiv(inter, bn) * split < target and hidden // (split * 2) >= 1024:
-        split *= 2
-    gu_bk = min(1024, max(128, triton.next_power_of_2(triton.cdiv(hidden, split))))
-    # The down tile holds all k routes: [next_pow2(k), dn, bk], kept near 16K elements (the
-    # size of the best swept tiles at k = 8 and k = 2, 2026-11-30), never under 128 columns.
+    if fmt not in FP8_FORMATS:
+        split = 2 if routes * triton.cdiv(inter, 32) < num_sms and hidden >= 1024 else 1
+        gate_up = Tile(32, 256 if m <= 2 else 128, 4, 3, split, swap_ab=True)
+    else:
+        bn = 16
+        while bn > 4 and routes * triton.cdiv(inter, bn) < target:
+            bn //= 2
+        split = 1
+        while split < 4 and routes * triton.cdiv(inter, bn) * split < target and hidden // (split * 2) >= 1024:
+            split *= 2
+        gate_up = Tile(bn, min(512, max(128, triton.next_power_of_2(triton.cdiv(hidden, split)))), 8, 1, split)
     kp = triton.next_power_of_2(top_k)
     dn = 16
     while dn > 4 and (max(1, m) * triton.cdiv(hidden, dn) < target or kp * dn * 128 > DOWN_TILE_ELEMENTS):
         dn //= 2
     dn_bk = max(128, min(DOWN_TILE_ELEMENTS // (kp * dn), triton.next_power_of_2(inter)))
-    return RouteDirectConfig(Tile(bn, gu_bk, 8, 1, split), Tile(dn, dn_bk, 8, 1))
+    return RouteDirectConfig(gate_up, Tile(dn, dn_bk, 4, 1))
 
 
 def routes_per_active_expert(m: int, top_k: int, num_experts: int) -> float:
@@ -114,14 +123,19 @@ def routes_per_active_expert(m: int, top_k: int, num_experts: int) -> float:
     return max(1, m) * top_k / max(active, 1e-9)
 
 
-# Route-direct streams an expert's rows once per route, the grouped path once per block: it
-# pays only while routes rarely share an expert.  Measured on the H200 (2026-11-30): at
-# Mixtral TP2, M=8 (16 routes on 8 experts, 2.2 routes per active expert) route-direct took
-# 662 us against a 290 us floor; at M=1..8 on the 128-256-expert shapes (<= 1.25 routes per
-# expert) it beat vLLM's figures by up to 3.2x at M=1.  The grouped path below M=64 was not
-# measured yet: the crossover is provisional.
-ROUTE_DIRECT_MAX_SHARING = 1.25
+# Dispatch between route-direct and grouped, measured on the H200 (2026-11-30, fusedmoe bench
+# forcing each path at M = 1..16 on the five PEERS shapes x bf16/fp8_tensor/fp8_block, tuned
+# route-direct tables; benchmarks/results/H200/2026-11-30-s2/decode).  Route-direct saves the
+# plan and two launches (12-40 us at M=1, where grouped took 1.2-3x longer); what it loses as
+# routes share experts depends on the gate/up form:
+# - 16-bit weights (tensor-core form, shared experts streamed once): it stayed within 5% of
+#   grouped up to Mixtral M=8 (2.2 routes per active expert: 322 vs 308 us) and was 1-8%
+#   faster at M=16 on DeepSeek-V3 and GPT-OSS (1.28), 5% slower on Hunyuan (1.33).
+# - FP8 weights (GEMV form, one stream per route): it wins while routes rarely share an
+#   expert, up to 1.24 routes per active expert (Qwen3 M=8: 82 vs 88 us), and loses from
+#   1.28 (DeepSeek-V3 M=16: 190 vs 162 us) and at Mixtral M=4 (1.48: 164 vs 143 us).
 ROUTE_DIRECT_MAX_TOKENS = 16
+ROUTE_DIRECT_MAX_SHARING = {"16bit": (2.5, 1.3), "fp8": (1.25, 1.25)}  # (M <= 8, 8 < M <= 16)
 
 
 def device_dir_name(device_name: str) -> str:
@@ -194,6 +208,8 @@ def select_config(path: str, m: int, top_k: int, num_experts: int, hidden: int, 
 
 def choose_path(m: int, top_k: int, num_experts: int, hidden: int, inter: int, fmt: str, num_sms: int) -> str:
     """The path the dispatcher runs for these shape facts."""
-    if m <= ROUTE_DIRECT_MAX_TOKENS and routes_per_active_expert(m, top_k, num_experts) <= ROUTE_DIRECT_MAX_SHARING:
-        return "route_direct"
-    return "grouped"
+    if m > ROUTE_DIRECT_MAX_TOKENS:
+        return "grouped"
+    small_m, large_m = ROUTE_DIRECT_MAX_SHARING["fp8" if fmt in FP8_FORMATS else "16bit"]
+    limit = small_m if m <= 8 else large_m
+    return "route_direct" if routes_per_active_expert(m, top_k, num_experts) <= limit else "grouped"

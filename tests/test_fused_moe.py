@@ -2,7 +2,7 @@
 
 import pytest
 import torch
-from conftest import ACT_DTYPE, PLAIN_FORMAT, poison
+from conftest import ACT_DTYPE, ON_GPU, PLAIN_FORMAT, poison
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -16,6 +16,17 @@ FORMATS = (PLAIN_FORMAT, "fp8_tensor", "fp8_block")
 
 # Against the reference that replays the path's activation quantisation (issue 2's bounds).
 MAX_REL_L2, MIN_COSINE = 5e-3, 0.99995
+# On the H200 the FP8 x FP8 MMA of the paths that quantise activations sums each 128-wide K
+# step with less than fp32 precision; the ~2e-4 it moves the SwiGLU output flips ~0.2% of that
+# output's FP8 requantisation against the float64 replay: 0.3-0.6% at the layer's output
+# (benchmarks/results/H200/2026-11-30-s2/accuracy.md).  The interpreter sums in fp32 and stays
+# under the strict bound (~0.03%).
+W8A8_GPU_MAX_REL_L2 = 1e-2
+
+
+def max_rel_l2(path: str, fmt: str) -> float:
+    """The rel-L2 bound of a path and format on this device."""
+    return W8A8_GPU_MAX_REL_L2 if ON_GPU and path_quantizes_activations(path, fmt) else MAX_REL_L2
 
 
 def make_layer(m, e, k, h, i, fmt, device, *, p_drop=0.1):
@@ -43,7 +54,7 @@ def run_and_check(weights, x, tw, ids, path, *, shared=None, offset=0, n_global=
                         quantize_activations=path_quantizes_activations(path, weights.format))
     err, cos = rel_l2(out, ref), cosine(out, ref)
     assert not torch.isnan(out).any(), "unwritten (NaN) output rows"
-    assert err <= MAX_REL_L2 and cos >= MIN_COSINE, f"rel-L2 {err:.3e} cosine {cos:.6f}"
+    assert err <= max_rel_l2(path, weights.format) and cos >= MIN_COSINE, f"rel-L2 {err:.3e} cosine {cos:.6f}"
     return out
 
 
@@ -98,7 +109,7 @@ def test_expert_window_over_full_weights(path, device):
                                rtol=0, atol=0)
     ref = moe_reference(x, full, tw, ids, expert_offset=4, num_local_experts=5,
                         quantize_activations=path_quantizes_activations(path, "fp8_tensor"))
-    assert rel_l2(out, ref) <= MAX_REL_L2
+    assert rel_l2(out, ref) <= max_rel_l2(path, "fp8_tensor")
     with pytest.raises(ValueError, match="num_local_experts: expected 12"):
         fused_moe(x, full, tw, ids, path=path, expert_offset=10, num_local_experts=5)
 
@@ -116,7 +127,7 @@ def test_expert_map(path, device):
     out = fused_moe(x, weights, tw, ids, path=path, expert_map=emap)
     local = torch.where(ids >= 0, emap[ids.clamp(min=0)], -1)
     ref = moe_reference(x, weights, tw, local, quantize_activations=path_quantizes_activations(path, "fp8_block"))
-    assert rel_l2(out, ref) <= MAX_REL_L2
+    assert rel_l2(out, ref) <= max_rel_l2(path, "fp8_block")
     with pytest.raises(ValueError, match=r"expert_map: expected ids in \[-1, 4\)"):
         fused_moe(x, weights, tw, ids, path=path, expert_map=emap + 5)
     with pytest.raises(ValueError, match="expert_map: give either"):
@@ -142,7 +153,7 @@ def test_activations_and_biases(activation, bias, path, fmt, device):
     fused_moe(x, weights, tw, ids, path=path, out=out, activation=activation)
     ref = moe_reference(x, weights, tw, ids, activation=activation,
                         quantize_activations=path_quantizes_activations(path, fmt))
-    assert rel_l2(out, ref) <= MAX_REL_L2 and cosine(out, ref) >= MIN_COSINE
+    assert rel_l2(out, ref) <= max_rel_l2(path, fmt) and cosine(out, ref) >= MIN_COSINE
     if bias:  # the interleaved checkpoint rows were reordered to gate rows then up rows
         assert torch.equal(weights.w13_bias[:, :i], b13[:, 0::2].float())
 
@@ -182,6 +193,22 @@ def test_route_direct_tensor_core_form(fmt, m, e, k, split, device):
     cfg = policy.RouteDirectConfig(policy.Tile(16, 128, 4, 2, split_k=split, swap_ab=True), policy.Tile(16, 128, 4, 1))
     assert policy.legal("route_direct", cfg, fmt)
     run_and_check(weights, x, tw, ids, "route_direct", config=cfg)
+
+
+@pytest.mark.parametrize("fmt", ["fp8_tensor", "fp8_block"])
+def test_tensor_core_form_takes_bf16_outliers(fmt, device):
+    # FP8 weights meet bf16 activations in fp16 (x scaled by 2^-4): large and tiny x must give
+    # what the GEMV form (fp32 products) gives.  Compared with each other, not the reference:
+    # both round their output the same way.
+    weights, x, tw, ids = make_layer(5, 8, 3, 300, 72, fmt, device)
+    x = x.to(torch.bfloat16)
+    x[0, :5] = torch.tensor([3e4, -2e-5, 1e-6, 7000.0, -1e-3])
+    tiles = dict(block_n=16, block_k=128, num_warps=4, split_k=2)
+    mma = policy.RouteDirectConfig(policy.Tile(num_stages=2, swap_ab=True, **tiles), policy.Tile(16, 128, 4, 1))
+    gemv = policy.RouteDirectConfig(policy.Tile(num_stages=1, **tiles), policy.Tile(16, 128, 4, 1))
+    a = fused_moe(x, weights, tw, ids, path="route_direct", config=mma)
+    b = fused_moe(x, weights, tw, ids, path="route_direct", config=gemv)
+    assert torch.isfinite(a).all() and rel_l2(a, b) < 1e-5
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -251,7 +278,7 @@ def test_strided_rows_and_top_k_above_8(path, device):
     fused_moe(x, weights, tw, ids, path=path, out=out, shared_output=shared)
     ref = moe_reference(x, weights, tw, ids, shared_output=shared,
                         quantize_activations=path_quantizes_activations(path, "fp8_block"))
-    assert rel_l2(out, ref) <= MAX_REL_L2 and cosine(out, ref) >= MIN_COSINE
+    assert rel_l2(out, ref) <= max_rel_l2(path, "fp8_block") and cosine(out, ref) >= MIN_COSINE
 
 
 def _count_launches(monkeypatch, fn):

@@ -83,9 +83,14 @@ def main(argv=None) -> int:
     ap.add_argument("--peers", type=Path, default=Path(__file__).resolve().parents[3] / "shared" / "PEERS-H200.md")
     ap.add_argument("--peer", default="vllm_triton")
     ap.add_argument("--impl", default="auto", help="which of our implementations to compare (default auto)")
+    ap.add_argument("--tokens", default=None, help="only these token counts, e.g. 1,2,4,8 (default all)")
     args = ap.parse_args(argv)
     text = args.peers.read_text()
-    rows, summary = compare(json.loads(args.results.read_text())["results"], parse_peer_times(text, args.peer),
+    results = json.loads(args.results.read_text())["results"]
+    if args.tokens:
+        keep = {int(t) for t in args.tokens.split(",")}
+        results = [r for r in results if r["tokens"] in keep]
+    rows, summary = compare(results, parse_peer_times(text, args.peer),
                             parse_prototype_times(text), args.impl)
     print(to_markdown(rows, summary, args.peer), end="")
     return 0

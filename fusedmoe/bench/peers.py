@@ -89,10 +89,12 @@ def torch_grouped_mm(x: torch.Tensor, weights, topk_weights: torch.Tensor, topk_
         y = torch._grouped_mm(act, weights.w2.transpose(1, 2), offs=offs)
     held = (key[order] < e_local)[:, None]
     # Rows past the last group are not written by the grouped GEMM: mask them, do not multiply.
-    # Weighted and summed in the activation dtype, as transformers' grouped_mm experts do (an
-    # fp32 combine moved twice the bytes and made this peer 1.2-3x slower than PEERS-H200.md).
-    y = torch.where(held, y * topk_weights.flatten()[order, None].to(y.dtype), 0.0)
-    return torch.zeros_like(x).index_add_(0, tok, y)
+    # Combine without atomics: rows back to route order, then the weighted sum over each token's
+    # k routes (bf16 products, fp32 sum inside torch's reduction).  index_add_ of bf16 rows
+    # (atomics) made this peer up to 2.2x slower than PEERS-H200.md at M = 8192 (2026-11-30).
+    by_route = torch.empty_like(y)
+    by_route[order] = torch.where(held, y, 0.0)
+    return (by_route.view(m, k, -1) * topk_weights.to(y.dtype)[..., None]).sum(dim=1)
 
 
 def get_peer(name: str) -> Callable[..., torch.Tensor]:

@@ -125,9 +125,13 @@ def route_gate_up_mma_kernel(
     """The gate/up step of route_gate_up_kernel (same outputs) on the tensor cores, swap-AB:
     the expert's [2*BLOCK_N, BLOCK_K] weight tile is the MMA's M side and up to 16 routes on
     that expert its N side, so routes sharing an expert stream its rows once.  Only the route
-    that leads each group of 16 works; the others exit.  FP8 weights are upcast to the
-    activations' dtype (exact) and the products summed in fp32; block scales need BLOCK_K 128."""
+    that leads each group of 16 works; the others exit.  16-bit weights meet the activations
+    as they are.  FP8 weights are upcast to fp16 (exact; one conversion per two weights, where
+    bf16 takes several), and bf16 activations are scaled by 2^-4 into fp16's range (exact for
+    2^-13 <= |x| < 2^20, below that off by < 2^-21; undone after the K loop).  Products are
+    summed in fp32.  Block scales need BLOCK_K 128."""
     MATES: tl.constexpr = 16
+    X_TO_F16: tl.constexpr = 0.0625
     pid = tl.program_id(0)
     r = pid % R
     rest = pid // R
@@ -158,13 +162,21 @@ def route_gate_up_mma_kernel(
         kk = k0 + offs_k
         k_ok = kk < k_hi
         xt = tl.load(x_base + kk[None, :], mask=ok[:, None] & k_ok[None, :], other=0.0)
-        w = tl.load(w_base + kk[None, :], mask=n_ok[:, None] & k_ok[None, :], other=0.0).to(xt.dtype)
+        w = tl.load(w_base + kk[None, :], mask=n_ok[:, None] & k_ok[None, :], other=0.0)
+        if W_SCALE != 0:  # e4m3 -> fp16 is one conversion per two weights (-> bf16 takes several)
+            w = w.to(tl.float16)
+            if xt.dtype == tl.bfloat16:  # into fp16's range: exact for 2^-13 <= |x| < 2^20
+                xt = (xt.to(tl.float32) * X_TO_F16).to(tl.float16)
+        else:
+            w = w.to(xt.dtype)
         if W_SCALE == 2:
             sw = tl.load(ws_ptr + e * stride_wse + s_rows * stride_wsn + k0 // 128, mask=n_ok, other=0.0)
             acc += tl.dot(w, tl.trans(xt)) * sw[:, None]
         else:
             acc = tl.dot(w, tl.trans(xt), acc)
     acc = tl.trans(acc)
+    if W_SCALE != 0 and x_ptr.dtype.element_ty == tl.bfloat16:
+        acc = acc * (1.0 / X_TO_F16)
     if W_SCALE == 1:
         acc = acc * tl.load(ws_ptr + e)
     if HAS_BIAS:
