@@ -15,6 +15,7 @@ parallel processes.  fp8_block reuses fp8 entries and fp16 bf16 ones when it has
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import json
 import multiprocessing as mp
@@ -40,22 +41,24 @@ def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
         for dn, bk, warps in itertools.product((4, 8, 16), (128, 256, 512), (4, 8)):
             yield "down", policy.Tile(dn, bk, warps, 1)
         return
+    # Grouped tiles swap A and B exactly when BLOCK_M < 64 (``apply`` sets it): below 64 rows
+    # the unswapped tile has no wgmma, above it the swap gains nothing (scripts/compile_check.py).
     for bm in (16, 32, 64, 128):
         yield "block_m", bm
     gate_n = (128,) if fp8 else (32, 64, 128)
-    ks = (64, 128) if fp8 else (32, 64, 128)
-    for bn, bk, warps, stages, swap in itertools.product(gate_n, ks, (4, 8), (3, 4), (False, True)):
-        yield "gate_up", policy.Tile(bn, bk, warps, stages, swap_ab=swap)
-    for bn, bk, warps, stages, swap in itertools.product((64, 128, 256), ks, (4, 8), (3, 4), (False, True)):
-        yield "down", policy.Tile(bn, bk, warps, stages, swap_ab=swap)
+    ks = (64, 128)
+    for bn, bk, warps, stages in itertools.product(gate_n, ks, (4, 8), (3, 4)):
+        yield "gate_up", policy.Tile(bn, bk, warps, stages)
+    for bn, bk, warps, stages in itertools.product((64, 128, 256), ks, (4, 8), (3, 4)):
+        yield "down", policy.Tile(bn, bk, warps, stages)
 
 
 def apply(cfg, field: str, value):
     """``cfg`` with one field replaced."""
-    if field == "block_m":
-        return policy.GroupedConfig(value, cfg.gate_up, cfg.down)
     if isinstance(cfg, policy.GroupedConfig):
-        return policy.GroupedConfig(cfg.block_m, *(value if f == field else getattr(cfg, f) for f in ("gate_up", "down")))
+        bm = value if field == "block_m" else cfg.block_m
+        tiles = (value if f == field else getattr(cfg, f) for f in ("gate_up", "down"))
+        return policy.GroupedConfig(bm, *(dataclasses.replace(t, swap_ab=bm < 64) for t in tiles))
     return policy.RouteDirectConfig(*(value if f == field else getattr(cfg, f) for f in ("gate_up", "down")))
 
 

@@ -9,14 +9,16 @@
 #   tests     the test suite on CUDA
 #   memcheck  compute-sanitizer memcheck on small ragged cases, every path and format
 #   swiglu    fused SwiGLU + FP8 quantisation against the separate kernels
+#   plan      route-plan time over routes x experts (target <= 3 us up to 2048 x 512)
 #   decode    fusedmoe bench, M 1..16, auto and both paths forced
 #   grouped   fusedmoe bench, M 32..8192, auto, grouped and torch_grouped_mm
-#   tune      fusedmoe tune of the route-direct tables (M 1..8, TUNE_MIN minutes) into OUT_DIR/configs,
-#             then installed in this tree so that later steps use them
+#   tune      fusedmoe tune (TUNE_PATHS route_direct, TUNE_FORMATS bf16,fp8_tensor, TUNE_TOKENS 1,2,4,8,
+#             TUNE_SHAPES peers, TUNE_MIN 4 minutes) into OUT_DIR/configs, re-tuning the cases it
+#             reaches; then installed in this tree so that later steps use them
 # Limits per step: STEP_S (default 240).  Exit status 1 if any step failed.
 set -u
 out=${1:?usage: scripts/gpu_check.sh OUT_DIR [steps...]}; shift
-steps=${*:-sass accuracy graphs fp8probe tests memcheck swiglu decode grouped}
+steps=${*:-sass accuracy graphs fp8probe tests memcheck swiglu plan decode grouped}
 mkdir -p "$out"
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 limit=${STEP_S:-240}
@@ -39,10 +41,12 @@ for step in $steps; do
     memcheck) run memcheck env PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --tool memcheck \
                 --error-exitcode 9 python -m fusedmoe check sanitize ;;
     swiglu)   run swiglu python -m fusedmoe.bench.swiglu_quant --out "$out" ;;
-    tune)     mkdir -p "$out/configs/NVIDIA_H200" && cp fusedmoe/configs/NVIDIA_H200/route_direct.json "$out/configs/NVIDIA_H200/"
-              run tune python -m fusedmoe tune --shape peers --formats bf16,fp8_tensor --tokens 1,2,4,8 \
-                --paths route_direct --budget-min "${TUNE_MIN:-4}" --force --out-dir "$out/configs"
-              cp "$out/configs/NVIDIA_H200/route_direct.json" fusedmoe/configs/NVIDIA_H200/ ;;
+    plan)     run plan python -m fusedmoe.bench.plan --out "$out" ;;
+    tune)     mkdir -p "$out/configs" && cp -r fusedmoe/configs/NVIDIA_H200 "$out/configs/"
+              run tune python -m fusedmoe tune --shape "${TUNE_SHAPES:-peers}" --formats "${TUNE_FORMATS:-bf16,fp8_tensor}" \
+                --tokens "${TUNE_TOKENS:-1,2,4,8}" --paths "${TUNE_PATHS:-route_direct}" --budget-min "${TUNE_MIN:-4}" \
+                --force --out-dir "$out/configs"
+              cp "$out"/configs/NVIDIA_H200/*.json fusedmoe/configs/NVIDIA_H200/ ;;
     decode)   run decode "${bench[@]}" --formats bf16,fp8_tensor,fp8_block --tokens 1,2,4,8,16 \
                 --paths auto,route_direct,grouped --out "$out/decode" ;;
     grouped)  run grouped "${bench[@]}" --formats bf16,fp8_tensor,fp8_block --tokens 32,64,128,512,2048,8192 \

@@ -262,3 +262,14 @@ def test_tune_gets_its_arguments_untouched(monkeypatch):
     monkeypatch.setattr(fusedmoe, "tune", fake, raising=False)
     assert main(["tune", "--shape", "qwen3_30b_a3b", "--help"]) == 3
     assert got == [["--shape", "qwen3_30b_a3b", "--help"]]
+
+
+@pytest.mark.parametrize("module", ["plan", "swiglu_quant"])
+def test_kernel_benches_need_a_gpu(module, capsys):
+    # The plan and SwiGLU+quant benches time CUDA graphs: without a GPU they say so and stop.
+    import importlib
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    assert importlib.import_module(f"fusedmoe.bench.{module}").main([]) == 2
+    assert "needs a CUDA GPU" in capsys.readouterr().out

@@ -77,6 +77,16 @@ def test_descend_finds_the_minimum_and_skips_failures():
     assert t_best < t_start
 
 
+@pytest.mark.parametrize("fmt", ["bf16", "fp8_block"])
+def test_grouped_moves_swap_exactly_below_64_rows(fmt):
+    # Every grouped move the tuner makes keeps swap_ab == (BLOCK_M < 64) and stays legal.
+    cfg = policy.grouped_config(4, 8, 128, 2048, 768, fmt)
+    for field, value in tune.candidates("grouped", fmt):
+        cfg = tune.apply(cfg, field, value)
+        assert cfg.gate_up.swap_ab == cfg.down.swap_ab == (cfg.block_m < 64)
+        assert policy.legal("grouped", cfg, fmt)
+
+
 def test_tune_refuses_without_gpu(capsys):
     import torch
     if torch.cuda.is_available():

@@ -277,6 +277,19 @@ def _time_cuda(calls: Sequence[Callable], s: Settings, capturable: bool) -> tupl
     return us, eager, ""
 
 
+def graph_us(fn: Callable[[], object], calls: int = 50, replays: int = 20) -> float:
+    """us per call of ``fn`` (a small, L2-resident kernel): ``calls`` calls captured in one CUDA
+    graph, median over ``replays`` replays."""
+    fn()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(calls):
+            fn()
+    graph.replay()
+    return _time_events(graph.replay, replays, calls)
+
+
 # ---- cases --------------------------------------------------------------------------------------
 
 def _runner(impl: str, fmt: str, tokens: int, shape: MoEShape, weights, device: torch.device):

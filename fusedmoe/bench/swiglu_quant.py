@@ -11,31 +11,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 from pathlib import Path
 
 import torch
 
 from ..epilogue import quantize_rows, swiglu, swiglu_quant
-
-
-def _graph_us(fn, calls: int = 50, replays: int = 20) -> float:
-    fn()
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(calls):
-            fn()
-    g.replay()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(replays):
-        start.record()
-        g.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3 / calls)
-    return statistics.median(times)
+from .harness import graph_us
 
 
 def run(inter: int, top_k: int, tokens: list[int]) -> list[dict]:
@@ -45,8 +26,8 @@ def run(inter: int, top_k: int, tokens: list[int]) -> list[dict]:
         q, s = swiglu_quant(gu)
         q_sep, s_sep = quantize_rows(swiglu(gu, torch.float32))
         equal = torch.equal(s, s_sep) and torch.equal(q.view(torch.uint8), q_sep.view(torch.uint8))
-        fused = _graph_us(lambda: swiglu_quant(gu))
-        separate = _graph_us(lambda: quantize_rows(swiglu(gu, torch.float32)))
+        fused = graph_us(lambda: swiglu_quant(gu))
+        separate = graph_us(lambda: quantize_rows(swiglu(gu, torch.float32)))
         rows.append(dict(M=m, rows=m * top_k, inter=inter, fused_us=fused, separate_us=separate,
                          reduction_pct=100 * (1 - fused / separate), bitwise_equal=equal))
         print(f"M={m:3d}: fused {fused:6.2f} us  separate {separate:6.2f} us  "
