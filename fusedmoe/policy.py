@@ -69,7 +69,9 @@ def grouped_config(m: int, top_k: int, num_experts: int, hidden: int, inter: int
 
     Read off the sm_90 compile report (scripts/compile_check.py): wgmma needs 64 rows per
     warpgroup, so BLOCK_M 16/32 swap A and B (weights on the M side) or they fall back to
-    mma.sync; FP8 gate/up at BLOCK_M 128 spills (163 LDL/STL), at 64 it does not."""
+    mma.sync.  FP8 BLOCK_M stays at 64: at 128 the gate/up tile spilled 163 LDL/STL with one
+    256-wide accumulator; with separate gate and up accumulators it spills 9-12, which
+    `fusedmoe tune` may accept once it is measured faster."""
     bm = grouped_block_m(m * top_k, num_experts)
     swap = bm < 64
     warps = 4 if swap else 8

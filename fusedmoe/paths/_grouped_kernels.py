@@ -18,6 +18,26 @@ from .._epilogue_kernels import glu, quantize_group
 
 
 @triton.jit
+def _accumulate(acc, a, w, sa, sw, A_SCALED: tl.constexpr, W_SCALE: tl.constexpr, SWAP_AB: tl.constexpr):
+    """acc + a . w^T ([BLOCK_M, N]; its transpose with SWAP_AB) for one K step, with the step's
+    scales: sa per A row (A_SCALED), sw per W row or one for the tile (W_SCALE == 2).  Scaled
+    steps start a fresh MMA accumulator, which also bounds how far the FP8 MMA sums in its
+    reduced precision (one K step)."""
+    if A_SCALED or W_SCALE == 2:
+        part = tl.dot(w, tl.trans(a)) if SWAP_AB else tl.dot(a, tl.trans(w))
+        if A_SCALED:
+            part = part * (sa[None, :] if SWAP_AB else sa[:, None])
+        if W_SCALE == 2:
+            part = part * (sw[:, None] if SWAP_AB else sw[None, :])
+        acc = acc + part
+    elif SWAP_AB:
+        acc = tl.dot(w, tl.trans(a), acc)
+    else:
+        acc = tl.dot(a, tl.trans(w), acc)
+    return acc
+
+
+@triton.jit
 def expert_tile(a_ptr, a_rows, a_ok, stride_a, as_ptr, stride_as,
                 w_ptr, w_rows, w_ok, stride_wn, ws_ptr, s_rows, stride_wsn, K,
                 A_SCALED: tl.constexpr, W_SCALE: tl.constexpr, SWAP_AB: tl.constexpr,
@@ -36,20 +56,53 @@ def expert_tile(a_ptr, a_rows, a_ok, stride_a, as_ptr, stride_as,
         k_ok = offs_k < K - k0
         a = tl.load(a_base + (k0 + offs_k)[None, :], mask=a_ok[:, None] & k_ok[None, :], other=0.0)
         w = tl.load(w_base + (k0 + offs_k)[None, :], mask=w_ok[:, None] & k_ok[None, :], other=0.0)
-        if A_SCALED or W_SCALE == 2:
-            part = tl.dot(w, tl.trans(a)) if SWAP_AB else tl.dot(a, tl.trans(w))
-            if A_SCALED:
-                sa = tl.load(as_ptr + a_rows * stride_as + k0 // 128, mask=a_ok, other=0.0)
-                part = part * (sa[None, :] if SWAP_AB else sa[:, None])
-            if W_SCALE == 2:
-                sw = tl.load(ws_ptr + s_rows * stride_wsn + k0 // 128, mask=w_ok, other=0.0)
-                part = part * (sw[:, None] if SWAP_AB else sw[None, :])
-            acc += part
-        elif SWAP_AB:
-            acc = tl.dot(w, tl.trans(a), acc)
-        else:
-            acc = tl.dot(a, tl.trans(w), acc)
+        sa = tl.load(as_ptr + a_rows * stride_as + k0 // 128, mask=a_ok, other=0.0) if A_SCALED else 0.0
+        sw = tl.load(ws_ptr + s_rows * stride_wsn + k0 // 128, mask=w_ok, other=0.0) if W_SCALE == 2 else 0.0
+        acc = _accumulate(acc, a, w, sa, sw, A_SCALED, W_SCALE, SWAP_AB)
     return tl.trans(acc) if SWAP_AB else acc
+
+
+@triton.jit
+def gate_up_tiles(a_ptr, a_rows, a_ok, stride_a, as_ptr, stride_as,
+                  w_ptr, n0, I, stride_wn, ws_ptr, stride_wsn, K,
+                  A_SCALED: tl.constexpr, W_SCALE: tl.constexpr, SWAP_AB: tl.constexpr,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """(gate, up), fp32 [BLOCK_M, BLOCK_N] each: expert_tile over the gate rows n = n0 + [0,
+    BLOCK_N) and the up rows I + n, sharing each step's A tile.  Two accumulators instead of
+    one 2*BLOCK_N wide keep one scaled partial alive at a time, half as wide.  Block scales
+    need 128 % BLOCK_N == 0: a tile's rows then share one scale per step, folded into the
+    per-row activation scale (one multiply per partial element)."""
+    offs_k = tl.arange(0, BLOCK_K)
+    n = n0 + tl.arange(0, BLOCK_N)
+    n_ok = n < I
+    a_base = a_ptr + a_rows[:, None] * stride_a
+    g_base = w_ptr + n[:, None].to(tl.int64) * stride_wn
+    u_base = g_base + I * stride_wn
+    g_scale = ws_ptr + (n0 // 128) * stride_wsn
+    u_scale = ws_ptr + (tl.cdiv(I, 128) + n0 // 128) * stride_wsn
+    shape: tl.constexpr = (BLOCK_N, BLOCK_M) if SWAP_AB else (BLOCK_M, BLOCK_N)
+    gate = tl.zeros(shape, dtype=tl.float32)
+    up = tl.zeros(shape, dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        k_ok = offs_k < K - k0
+        a = tl.load(a_base + (k0 + offs_k)[None, :], mask=a_ok[:, None] & k_ok[None, :], other=0.0)
+        if A_SCALED:
+            sa = tl.load(as_ptr + a_rows * stride_as + k0 // 128, mask=a_ok, other=0.0)
+        else:
+            sa = tl.full([BLOCK_M], 1.0, tl.float32)
+        w_mask = n_ok[:, None] & k_ok[None, :]
+        w_g = tl.load(g_base + (k0 + offs_k)[None, :], mask=w_mask, other=0.0)
+        w_u = tl.load(u_base + (k0 + offs_k)[None, :], mask=w_mask, other=0.0)
+        if W_SCALE == 2:
+            gate = _accumulate(gate, a, w_g, sa * tl.load(g_scale + k0 // 128), 0.0, True, 0, SWAP_AB)
+            up = _accumulate(up, a, w_u, sa * tl.load(u_scale + k0 // 128), 0.0, True, 0, SWAP_AB)
+        else:
+            gate = _accumulate(gate, a, w_g, sa, 0.0, A_SCALED, 0, SWAP_AB)
+            up = _accumulate(up, a, w_u, sa, 0.0, A_SCALED, 0, SWAP_AB)
+    if SWAP_AB:
+        gate = tl.trans(gate)
+        up = tl.trans(up)
+    return gate, up
 
 
 @triton.jit
@@ -79,24 +132,22 @@ def grouped_gate_up_kernel(
     if e < 0:
         return
     rows = tl.where(valid, r // TOPK, 0).to(tl.int64)
-    j = tl.arange(0, 2 * BLOCK_N)
-    half = j // BLOCK_N
-    n = nt * BLOCK_N + j % BLOCK_N
+    gate, up = gate_up_tiles(x_ptr, rows, valid, stride_x, xs_ptr, stride_xs, w_ptr + e.to(tl.int64) * stride_we,
+                             nt * BLOCK_N, I, stride_wn, ws_ptr + e * stride_wse, stride_wsn, H,
+                             A_SCALED, W_SCALE, SWAP_AB, BLOCK_M, BLOCK_N, BLOCK_K)
+    n = nt * BLOCK_N + tl.arange(0, BLOCK_N)
     n_ok = n < I
-    acc = expert_tile(x_ptr, rows, valid, stride_x, xs_ptr, stride_xs,
-                      w_ptr + e.to(tl.int64) * stride_we, half * I + n, n_ok, stride_wn,
-                      ws_ptr + e * stride_wse, half * tl.cdiv(I, 128) + n // 128, stride_wsn, H,
-                      A_SCALED, W_SCALE, SWAP_AB, BLOCK_M, 2 * BLOCK_N, BLOCK_K)
     if W_SCALE == 1:
-        acc = acc * tl.load(ws_ptr + e)
+        gate = gate * tl.load(ws_ptr + e)
+        up = up * tl.load(ws_ptr + e)
     if HAS_BIAS:
-        acc += tl.load(b_ptr + e.to(tl.int64) * 2 * I + half * I + n, mask=n_ok, other=0.0)[None, :]
-    gate, up = tl.split(tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N)), (0, 2, 1)))
+        b = b_ptr + e.to(tl.int64) * 2 * I + n
+        gate += tl.load(b, mask=n_ok, other=0.0)[None, :]
+        up += tl.load(b + I, mask=n_ok, other=0.0)[None, :]
     h = glu(gate, up, ACTIVATION)
-    cols = nt * BLOCK_N + tl.arange(0, BLOCK_N)
-    ok = valid[:, None] & (cols < I)[None, :]
+    ok = valid[:, None] & n_ok[None, :]
     r64 = tl.where(valid, r, 0).to(tl.int64)
-    o_ptrs = act_ptr + r64[:, None] * stride_act + cols[None, :]
+    o_ptrs = act_ptr + r64[:, None] * stride_act + n[None, :]
     if QUANT_OUT:
         q, s = quantize_group(h, ok)
         tl.store(o_ptrs, q, mask=ok)
