@@ -132,11 +132,20 @@ def grouped_gate_up_kernel(
     if e < 0:
         return
     rows = tl.where(valid, r // TOPK, 0).to(tl.int64)
-    gate, up = gate_up_tiles(x_ptr, rows, valid, stride_x, xs_ptr, stride_xs, w_ptr + e.to(tl.int64) * stride_we,
-                             nt * BLOCK_N, I, stride_wn, ws_ptr + e * stride_wse, stride_wsn, H,
-                             A_SCALED, W_SCALE, SWAP_AB, BLOCK_M, BLOCK_N, BLOCK_K)
+    w_e = w_ptr + e.to(tl.int64) * stride_we
     n = nt * BLOCK_N + tl.arange(0, BLOCK_N)
     n_ok = n < I
+    if A_SCALED or W_SCALE == 2:  # per-step scales: two accumulators, one partial at a time
+        gate, up = gate_up_tiles(x_ptr, rows, valid, stride_x, xs_ptr, stride_xs, w_e, nt * BLOCK_N, I, stride_wn,
+                                 ws_ptr + e * stride_wse, stride_wsn, H, A_SCALED, W_SCALE, SWAP_AB,
+                                 BLOCK_M, BLOCK_N, BLOCK_K)
+    else:  # one chained MMA over the gate and up rows together: [BLOCK_M, 2*BLOCK_N]
+        j = tl.arange(0, 2 * BLOCK_N)
+        rows_gu = (j // BLOCK_N) * I + nt * BLOCK_N + j % BLOCK_N
+        acc = expert_tile(x_ptr, rows, valid, stride_x, xs_ptr, stride_xs, w_e, rows_gu,
+                          nt * BLOCK_N + j % BLOCK_N < I, stride_wn, ws_ptr, j, stride_wsn, H,  # no block scales
+                          A_SCALED, W_SCALE, SWAP_AB, BLOCK_M, 2 * BLOCK_N, BLOCK_K)
+        gate, up = tl.split(tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N)), (0, 2, 1)))
     if W_SCALE == 1:
         gate = gate * tl.load(ws_ptr + e)
         up = up * tl.load(ws_ptr + e)
