@@ -55,8 +55,9 @@ def variants(path: str, m: int, shape, fmt: str) -> list[tuple[str, object]]:
     the tensor-core gate/up form, which the tuned tables may pick."""
     if path != "route_direct":
         return [(path, None)]
+    sms = torch.cuda.get_device_properties(DEV).multi_processor_count
     base = policy.route_direct_config(m, shape.top_k, shape.num_local_experts, shape.hidden_size,
-                                      shape.intermediate_size, fmt, torch.cuda.get_device_properties(DEV).multi_processor_count)
+                                      shape.intermediate_size, fmt, sms)
     mma = policy.RouteDirectConfig(policy.Tile(32, 128, 4, 3, 2, swap_ab=True), base.down)
     return [(path, None), (path + "_mma", mma)]
 

@@ -158,7 +158,8 @@ def test_activations_and_biases(activation, bias, path, fmt, device):
         assert torch.equal(weights.w13_bias[:, :i], b13[:, 0::2].float())
 
 
-def test_split_k_adds_the_bias_once(device):
+@pytest.mark.parametrize("tensor_cores", [False, True])
+def test_split_k_adds_the_bias_once(tensor_cores, device):
     # With K split, only split 0 adds the gate/up bias; the down kernel sums the splits.
     weights = ExpertWeights.from_dense(torch.randn(3, 64, 300, device=device) * 0.05,
                                        torch.randn(3, 300, 32, device=device) * 0.05, PLAIN_FORMAT,
@@ -167,7 +168,8 @@ def test_split_k_adds_the_bias_once(device):
     x = torch.randn(2, 300, device=device).to(ACT_DTYPE)
     ids = torch.tensor([[0, 2], [1, -1]], device=device, dtype=torch.int32)
     tw = torch.rand(2, 2, device=device)
-    cfg = policy.RouteDirectConfig(policy.Tile(8, 128, 4, 1, split_k=3), policy.Tile(16, 128, 4, 1))
+    gate_up = policy.Tile(8, 128, 4, 1, split_k=3, swap_ab=tensor_cores)
+    cfg = policy.RouteDirectConfig(gate_up, policy.Tile(16, 128, 4, 1))
     run_and_check(weights, x, tw, ids, "route_direct", config=cfg)
 
 
