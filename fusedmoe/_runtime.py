@@ -49,3 +49,8 @@ def num_sms(device: torch.device) -> int:
     if device.type == "cuda":
         return _sm_count(device.index if device.index is not None else torch.cuda.current_device())
     return INTERPRETER_SMS
+
+
+def cdiv(a: int, b: int) -> int:
+    """ceil(a / b) for launch grids: plain integers (``triton.cdiv`` costs microseconds a call on the host path)."""
+    return -(-a // b)

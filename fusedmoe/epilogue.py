@@ -11,12 +11,11 @@ reference elsewhere.  Shapes:
 from __future__ import annotations
 
 import torch
-import triton
 
 from . import quant
 from . import reference as ref
 from ._epilogue_kernels import _combine_kernel, _quantize_rows_kernel, _swiglu_kernel
-from ._runtime import runs_triton
+from ._runtime import cdiv, runs_triton
 
 _BLOCK_R = 4
 
@@ -36,11 +35,11 @@ def quantize_rows(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     if not runs_triton(a):
         return quant.quantize_rows_grouped(a)
     rows, cols = a.shape
-    groups = triton.cdiv(cols, quant.GROUP)
+    groups = cdiv(cols, quant.GROUP)
     q = torch.empty(rows, cols, dtype=quant.FP8_DTYPE, device=a.device)
     s = torch.empty(rows, groups, dtype=torch.float32, device=a.device)
     if rows and cols:
-        _quantize_rows_kernel[(triton.cdiv(rows, _BLOCK_R), groups)](
+        _quantize_rows_kernel[(cdiv(rows, _BLOCK_R), groups)](
             a, q, s, rows, cols, a.stride(0), q.stride(0), s.stride(0), BLOCK_R=_BLOCK_R, GROUP=quant.GROUP)
     return q, s
 
@@ -48,7 +47,7 @@ def quantize_rows(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 def _swiglu_launch(gate_up: torch.Tensor, out: torch.Tensor, scales: torch.Tensor | None, activation: str) -> None:
     rows, inter = gate_up.shape[0], gate_up.shape[1] // 2
     if rows and inter:
-        _swiglu_kernel[(triton.cdiv(rows, _BLOCK_R), triton.cdiv(inter, quant.GROUP))](
+        _swiglu_kernel[(cdiv(rows, _BLOCK_R), cdiv(inter, quant.GROUP))](
             gate_up, out, scales if scales is not None else out, rows, inter, gate_up.stride(0), out.stride(0),
             scales.stride(0) if scales is not None else 0,
             QUANT=scales is not None, ACTIVATION=ACTIVATIONS[activation], BLOCK_R=_BLOCK_R, GROUP=quant.GROUP)
@@ -77,7 +76,7 @@ def swiglu_quant(gate_up: torch.Tensor, activation: str = "silu") -> tuple[torch
         return quant.quantize_rows_grouped(ref.glu(gate_up.to(torch.float32), activation))
     rows, inter = gate_up.shape[0], gate_up.shape[1] // 2
     q = torch.empty(rows, inter, dtype=quant.FP8_DTYPE, device=gate_up.device)
-    s = torch.empty(rows, triton.cdiv(inter, quant.GROUP), dtype=torch.float32, device=gate_up.device)
+    s = torch.empty(rows, cdiv(inter, quant.GROUP), dtype=torch.float32, device=gate_up.device)
     _swiglu_launch(gate_up, q, s, activation)
     return q, s
 
@@ -89,8 +88,8 @@ def combine_launch(y: torch.Tensor, topk_weights: torch.Tensor, topk_ids: torch.
     hidden = out.shape[1]
     if m == 0:
         return
-    block_h = min(1024, triton.next_power_of_2(hidden))
-    _combine_kernel[(m, triton.cdiv(hidden, block_h))](
+    block_h = min(1024, 1 << (hidden - 1).bit_length())
+    _combine_kernel[(m, cdiv(hidden, block_h))](
         y, topk_weights, topk_ids, shared_output if shared_output is not None else out, out, hidden,
         expert_offset, num_local, y.stride(0), shared_output.stride(0) if shared_output is not None else 0,
         out.stride(0), TOPK=k, HAS_SHARED=shared_output is not None, BLOCK_H=block_h)

@@ -208,6 +208,7 @@ def select_config(path: str, m: int, top_k: int, num_experts: int, hidden: int, 
     return route_direct_config(m, top_k, num_experts, hidden, inter, fmt, num_sms)
 
 
+@functools.lru_cache(maxsize=4096)
 def choose_path(m: int, top_k: int, num_experts: int, hidden: int, inter: int, fmt: str, num_sms: int) -> str:
     """The path the dispatcher runs for these shape facts."""
     if m > ROUTE_DIRECT_MAX_TOKENS:

@@ -10,12 +10,12 @@ Activations: FP8 formats quantise x and the SwiGLU output to e4m3 per row per 12
 from __future__ import annotations
 
 import torch
-import triton
 
 from .. import quant
 from ..epilogue import ACTIVATIONS, combine_launch, quantize_rows
 from ..plan import build_plan, plan_launches
 from ..policy import GroupedConfig
+from .._runtime import cdiv
 from ..weights import ExpertWeights
 from ._common import optional_ptr, scale_args
 from ._grouped_kernels import grouped_down_kernel, grouped_gate_up_kernel
@@ -53,7 +53,7 @@ def grouped_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Ten
     if fp8:
         a1, a1_s = quantize_rows(x)
         act = torch.empty(m * k, inter, dtype=quant.FP8_DTYPE, device=dev)
-        act_s = torch.empty(m * k, triton.cdiv(inter, quant.GROUP), dtype=torch.float32, device=dev)
+        act_s = torch.empty(m * k, cdiv(inter, quant.GROUP), dtype=torch.float32, device=dev)
     else:
         a1, a1_s = x, x
         act = torch.empty(m * k, inter, dtype=x.dtype, device=dev)
@@ -61,7 +61,7 @@ def grouped_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Ten
     y = torch.empty(m * k, hidden, dtype=x.dtype, device=dev)
 
     ws13, se13, sn13, mode = scale_args(weights, weights.w13_scale, x)
-    grouped_gate_up_kernel[(max_blocks * triton.cdiv(inter, gu.block_n),)](
+    grouped_gate_up_kernel[(max_blocks * cdiv(inter, gu.block_n),)](
         a1, a1_s, weights.w13, ws13, optional_ptr(weights.w13_bias, x),
         plan.sorted_routes, plan.block_expert, plan.num_blocks, act, act_s,
         hidden, inter, k, a1.stride(0), a1_s.stride(0), weights.w13.stride(0), weights.w13.stride(1), se13, sn13,
@@ -70,7 +70,7 @@ def grouped_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Ten
         HAS_BIAS=weights.w13_bias is not None, BLOCK_M=bm, BLOCK_N=gu.block_n, BLOCK_K=gu.block_k,
         num_warps=gu.num_warps, num_stages=gu.num_stages)
     ws2, se2, sn2, mode = scale_args(weights, weights.w2_scale, x)
-    grouped_down_kernel[(max_blocks * triton.cdiv(hidden, dn.block_n),)](
+    grouped_down_kernel[(max_blocks * cdiv(hidden, dn.block_n),)](
         act, act_s, weights.w2, ws2, optional_ptr(weights.w2_bias, x),
         plan.sorted_routes, plan.block_expert, plan.num_blocks, y,
         hidden, inter, act.stride(0), act_s.stride(0), weights.w2.stride(0), weights.w2.stride(1), se2, sn2,

@@ -7,10 +7,10 @@ registers), which the reference replays with ``quantize_activations=False``.
 from __future__ import annotations
 
 import torch
-import triton
 
 from ..epilogue import ACTIVATIONS
 from ..policy import RouteDirectConfig
+from .._runtime import cdiv
 from ..weights import ExpertWeights
 from ._common import optional_ptr, scale_args
 from ._route_direct_kernels import route_down_kernel, route_gate_up_kernel, route_gate_up_mma_kernel
@@ -31,14 +31,14 @@ def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torc
     act = torch.empty((r * inter) if split == 1 else (split * r * 2 * inter), dtype=torch.float32, device=x.device)
     ws, se, sn, mode = scale_args(weights, weights.w13_scale, x)
     gate_up = route_gate_up_mma_kernel if gu.swap_ab else route_gate_up_kernel
-    gate_up[(r * triton.cdiv(inter, gu.block_n) * split,)](
+    gate_up[(r * cdiv(inter, gu.block_n) * split,)](
         x, weights.w13, ws, optional_ptr(weights.w13_bias, x), topk_ids, act, hidden, inter, r, expert_offset,
         e_local, k, x.stride(0), weights.w13.stride(0), weights.w13.stride(1), se, sn,
         W_SCALE=mode, SPLIT_K=split, ACTIVATION=ACTIVATIONS[activation], HAS_BIAS=weights.w13_bias is not None,
         BLOCK_N=gu.block_n, BLOCK_K=gu.block_k,
         num_warps=gu.num_warps, num_stages=gu.num_stages)
     ws, se, sn, mode = scale_args(weights, weights.w2_scale, x)
-    route_down_kernel[(m * triton.cdiv(hidden, dn.block_n),)](
+    route_down_kernel[(m * cdiv(hidden, dn.block_n),)](
         act, weights.w2, ws, optional_ptr(weights.w2_bias, x), topk_ids, topk_weights,
         optional_ptr(shared_output, out), out,
         hidden, inter, r, expert_offset, e_local, weights.w2.stride(0), weights.w2.stride(1), se, sn,
