@@ -55,6 +55,21 @@ def test_fp8_block_legality(tmp_path, monkeypatch):
     assert policy.tuned_config("route_direct", "NVIDIA H200", 1, 8, 128, 2048, 768, "fp8_block") is None
 
 
+def test_tensor_core_form_legality_and_fp8_block_reuse(tmp_path, monkeypatch):
+    # The tensor-core gate/up needs >= 8 rows of I per tile and, with block scales, K steps of
+    # exactly 128; an fp8_tensor entry in that form serves fp8_block with its K step set to 128.
+    down = policy.Tile(8, 128, 4, 1)
+    narrow = policy.RouteDirectConfig(policy.Tile(4, 128, 4, 3, swap_ab=True), down)
+    assert not policy.legal("route_direct", narrow, "bf16")
+    wide = policy.RouteDirectConfig(policy.Tile(32, 256, 4, 3, swap_ab=True), down)
+    assert policy.legal("route_direct", wide, "fp8_tensor") and not policy.legal("route_direct", wide, "fp8_block")
+    entry = _entry(1, 8, "fp8_tensor", 256)
+    entry["config"]["gate_up"].update(block_n=32, swap_ab=True)
+    _write_table(tmp_path, monkeypatch, [entry])
+    cfg = policy.tuned_config("route_direct", "NVIDIA H200", 1, 8, 128, 2048, 768, "fp8_block")
+    assert cfg.gate_up.swap_ab and cfg.gate_up.block_k == 128
+
+
 def test_committed_h200_tables_are_legal():
     # Every shipped entry loads and is legal for its own format.
     for path in ("route_direct", "grouped"):
