@@ -255,7 +255,13 @@ def test_fuzz_against_reference(m, e, k, h, i, fmt, path, offset, data, device):
     ids = torch.randint(-1, n_global, (m, k), device=device, dtype=torch.int32)
     tw = torch.rand(m, k, device=device)
     shared = torch.randn(m, h, device=device).to(ACT_DTYPE) if data.draw(st.booleans()) else None
-    run_and_check(weights, x, tw, ids, path, shared=shared, offset=offset, n_global=n_global)
+    config = None
+    if path == "route_direct" and data.draw(st.booleans()):  # the tensor-core gate/up, any tile
+        block_k = 128 if fmt == "fp8_block" else data.draw(st.sampled_from([16, 32, 64, 128]))
+        gate_up = policy.Tile(data.draw(st.sampled_from([8, 16, 32])), block_k, 4, 2, data.draw(st.integers(1, 3)),
+                              swap_ab=True)
+        config = policy.RouteDirectConfig(gate_up, policy.Tile(16, 128, 4, 1))
+    run_and_check(weights, x, tw, ids, path, shared=shared, offset=offset, n_global=n_global, config=config)
 
 
 def test_torch_compile_treats_the_op_as_one_node(device):
