@@ -53,8 +53,8 @@ def layer_inputs(shape, m, gen, dtype=torch.bfloat16):
 
 def variants(path: str, m: int, shape, fmt: str) -> list[tuple[str, object]]:
     """(label, config) runs of a path: its dispatched config (None), for route-direct also the
-    tensor-core gate/up form (the tuned tables may pick either), for grouped FP8 also K steps
-    of 64."""
+    tensor-core forms (gate/up, and down with FP8 weights; the tuned tables may pick them),
+    for grouped FP8 also K steps of 64."""
     if path != "route_direct":
         if fmt not in ("fp8_tensor", "fp8_block"):
             return [(path, None)]
@@ -68,7 +68,9 @@ def variants(path: str, m: int, shape, fmt: str) -> list[tuple[str, object]]:
     sms = torch.cuda.get_device_properties(DEV).multi_processor_count
     base = policy.route_direct_config(m, shape.top_k, shape.num_local_experts, shape.hidden_size,
                                       shape.intermediate_size, fmt, sms)
-    mma = policy.RouteDirectConfig(policy.Tile(32, 128, 4, 3, 2, swap_ab=True), base.down)
+    fp8 = fmt in ("fp8_tensor", "fp8_block")
+    down = policy.Tile(16, 128, 4, 3, swap_ab=True) if fp8 else base.down  # FP8: tensor-core down too
+    mma = policy.RouteDirectConfig(policy.Tile(32, 128, 4, 3, 2, swap_ab=True), down)
     return [(path, None), (path + "_mma", mma)]
 
 

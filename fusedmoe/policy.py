@@ -26,7 +26,8 @@ CONFIG_DIR = Path(__file__).parent / "configs"
 class Tile:
     """One GEMM launch: rows of N per program, K step, warps, pipeline depth, K splits, and
     swap_ab: weights on the MMA's M side, routes on N (grouped path: for BLOCK_M < 64;
-    route-direct gate/up: the tensor-core form, which also streams a shared expert once)."""
+    route-direct gate/up: the tensor-core form, which also streams a shared expert once;
+    route-direct down, FP8 weights: the token's k expert tiles stacked into one MMA)."""
 
     block_n: int
     block_k: int
@@ -166,11 +167,13 @@ def legal(path: str, cfg: GroupedConfig | RouteDirectConfig, fmt: str) -> bool:
         scaled_ok = fmt not in FP8_FORMATS or (cfg.gate_up.block_n == 128 and all(128 % t.block_k == 0 for t in tiles))
         return (pow2 and scaled_ok and cfg.block_m >= 16 and all(t.block_k >= 16 and t.block_n >= 16 for t in tiles)
                 and all(t.split_k == 1 for t in tiles))
-    mma = cfg.gate_up
-    mma_ok = not mma.swap_ab or (mma.block_n >= 8 and mma.block_k >= 16
-                                 and (fmt != "fp8_block" or mma.block_k == 128))
-    return (pow2 and (fmt != "fp8_block" or all(t.block_k % 128 == 0 for t in tiles)) and cfg.down.split_k == 1
-            and not cfg.down.swap_ab and mma_ok)
+    gu, dn = cfg.gate_up, cfg.down
+    gu_ok = not gu.swap_ab or (gu.block_n >= 8 and gu.block_k >= 16 and (fmt != "fp8_block" or gu.block_k == 128))
+    # the tensor-core down runs FP8 weights only, its stacked tile needs >= 16 rows
+    dn_ok = not dn.swap_ab or (fmt in FP8_FORMATS and dn.block_n >= 16 and dn.block_k >= 16
+                               and (fmt != "fp8_block" or dn.block_k == 128))
+    return (pow2 and (fmt != "fp8_block" or all(t.block_k % 128 == 0 for t in tiles)) and dn.split_k == 1
+            and gu_ok and dn_ok)
 
 
 # A table entry measured for one format also serves formats that stream the same bytes.

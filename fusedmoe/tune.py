@@ -40,6 +40,9 @@ def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
                 yield "gate_up", policy.Tile(bn, bk, 4, 3, split, swap_ab=True)
         for dn, bk, warps in itertools.product((4, 8, 16), (128, 256, 512), (4, 8)):
             yield "down", policy.Tile(dn, bk, warps, 1)
+        if fp8:  # tensor-core down
+            for dn, bk in itertools.product((16, 32), (64, 128)):
+                yield "down", policy.Tile(dn, bk, 4, 3, swap_ab=True)
         return
     # Grouped tiles swap A and B exactly when BLOCK_M < 64 (``apply`` sets it): below 64 rows
     # the unswapped tile has no wgmma, above it the swap gains nothing (scripts/compile_check.py).

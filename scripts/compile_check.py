@@ -26,7 +26,8 @@ from triton.compiler import ASTSource
 
 from fusedmoe._epilogue_kernels import _combine_kernel, _quantize_rows_kernel, _swiglu_kernel
 from fusedmoe.paths._grouped_kernels import grouped_down_kernel, grouped_gate_up_kernel
-from fusedmoe.paths._route_direct_kernels import route_down_kernel, route_gate_up_kernel, route_gate_up_mma_kernel
+from fusedmoe.paths._route_direct_kernels import (route_down_kernel, route_down_mma_kernel, route_gate_up_kernel,
+                                                  route_gate_up_mma_kernel)
 
 TARGET = GPUTarget("cuda", 90, 32)
 CUOBJDUMP = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
@@ -82,6 +83,12 @@ CASES = [
     ("route_down fp8_block k6 split2 oai+bias", route_down_kernel,
      dict(w_ptr=FP8, ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16"),
      route_down(6, 2, 2, False, 2, True, 16, 256), 8, False),
+    ("route_down_mma fp8_block k8 N16", route_down_mma_kernel,
+     dict(w_ptr=FP8, ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16"),
+     route_down(8, 2, 1, True, 0, False, 16, 128), 4, True),
+    ("route_down_mma fp8_tensor k2 N32", route_down_mma_kernel,
+     dict(w_ptr=FP8, ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16"),
+     route_down(2, 1, 1, False, 0, False, 32, 128), 4, True),
     ("quantize_rows", _quantize_rows_kernel, dict(a_ptr="*bf16", q_ptr=FP8), dict(BLOCK_R=4, GROUP=128), 4, False),
     ("swiglu_quant gelu", _swiglu_kernel, dict(out_ptr=FP8), dict(QUANT=True, ACTIVATION=1, BLOCK_R=4, GROUP=128), 4,
      False),

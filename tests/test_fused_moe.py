@@ -198,6 +198,29 @@ def test_route_direct_tensor_core_form(fmt, m, e, k, split, device):
 
 
 @pytest.mark.parametrize("fmt", ["fp8_tensor", "fp8_block"])
+@pytest.mark.parametrize("m,e,k,split,bias", [
+    (3, 6, 2, 1, False),    # k = 2: the stacked tile is 2 x BLOCK_N rows, the N side padded to 16
+    (2, 40, 8, 2, True),    # k = 8, K-split partials reduced while loading, biases
+    (2, 20, 12, 1, False),  # k = 12 -> 16 stacked blocks, I (72) not a multiple of the K step
+])
+def test_route_direct_tensor_core_down(fmt, m, e, k, split, bias, device):
+    # The down + combine with the token's k expert tiles stacked into one MMA (FP8 weights).
+    h, i = 300, 72
+    weights = ExpertWeights.from_dense(torch.randn(e, 2 * i, h, device=device) * 0.05,
+                                       torch.randn(e, h, i, device=device) * 0.05, fmt,
+                                       w13_bias=torch.randn(e, 2 * i, device=device) if bias else None,
+                                       w2_bias=torch.randn(e, h, device=device) if bias else None)
+    x = torch.randn(m, h, device=device).to(ACT_DTYPE)
+    ids = torch.rand(m, e, device=device).argsort(dim=1)[:, :k].to(torch.int32).contiguous()
+    ids[0, 0] = -1
+    tw = torch.rand(m, k, device=device)
+    gate_up = policy.Tile(16, 128, 4, 2, split_k=split, swap_ab=True)
+    cfg = policy.RouteDirectConfig(gate_up, policy.Tile(16, 128, 4, 2, swap_ab=True))
+    assert policy.legal("route_direct", cfg, fmt)
+    run_and_check(weights, x, tw, ids, "route_direct", shared=torch.randn_like(x), config=cfg)
+
+
+@pytest.mark.parametrize("fmt", ["fp8_tensor", "fp8_block"])
 def test_tensor_core_form_takes_bf16_outliers(fmt, device):
     # FP8 weights meet bf16 activations in fp16 (x scaled by 2^-4): large and tiny x must give
     # what the GEMV form (fp32 products) gives.  Compared with each other, not the reference:
@@ -256,11 +279,12 @@ def test_fuzz_against_reference(m, e, k, h, i, fmt, path, offset, data, device):
     tw = torch.rand(m, k, device=device)
     shared = torch.randn(m, h, device=device).to(ACT_DTYPE) if data.draw(st.booleans()) else None
     config = None
-    if path == "route_direct" and data.draw(st.booleans()):  # the tensor-core gate/up, any tile
+    if path == "route_direct" and data.draw(st.booleans()):  # the tensor-core forms, any tile
         block_k = 128 if fmt == "fp8_block" else data.draw(st.sampled_from([16, 32, 64, 128]))
         gate_up = policy.Tile(data.draw(st.sampled_from([8, 16, 32])), block_k, 4, 2, data.draw(st.integers(1, 3)),
                               swap_ab=True)
-        config = policy.RouteDirectConfig(gate_up, policy.Tile(16, 128, 4, 1))
+        tc_down = fmt != PLAIN_FORMAT and data.draw(st.booleans())  # FP8: the tensor-core down too
+        config = policy.RouteDirectConfig(gate_up, policy.Tile(16, 128, 4, 2 if tc_down else 1, swap_ab=tc_down))
     run_and_check(weights, x, tw, ids, path, shared=shared, offset=offset, n_global=n_global, config=config)
 
 

@@ -13,7 +13,8 @@ from ..policy import RouteDirectConfig
 from .._runtime import cdiv
 from ..weights import ExpertWeights
 from ._common import optional_ptr, scale_args
-from ._route_direct_kernels import route_down_kernel, route_gate_up_kernel, route_gate_up_mma_kernel
+from ._route_direct_kernels import (route_down_kernel, route_down_mma_kernel, route_gate_up_kernel,
+                                    route_gate_up_mma_kernel)
 
 KERNEL_LAUNCHES = 2  # gate/up, down + combine
 QUANTIZES_ACTIVATIONS = {"bf16": False, "fp16": False, "fp8_tensor": False, "fp8_block": False}
@@ -38,7 +39,8 @@ def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torc
         BLOCK_N=gu.block_n, BLOCK_K=gu.block_k,
         num_warps=gu.num_warps, num_stages=gu.num_stages)
     ws, se, sn, mode = scale_args(weights, weights.w2_scale, x)
-    route_down_kernel[(m * cdiv(hidden, dn.block_n),)](
+    down = route_down_mma_kernel if dn.swap_ab else route_down_kernel
+    down[(m * cdiv(hidden, dn.block_n),)](
         act, weights.w2, ws, optional_ptr(weights.w2_bias, x), topk_ids, topk_weights,
         optional_ptr(shared_output, out), out,
         hidden, inter, r, expert_offset, e_local, weights.w2.stride(0), weights.w2.stride(1), se, sn,
