@@ -118,8 +118,9 @@ def _case_timer(shape, fmt: str, path: str, m: int, device: torch.device) -> Cal
 
 
 def _precompile(job) -> None:
-    """Compile a case's candidates by running each once (in a worker process)."""
-    shape, fmt, path, m = job
+    """Compile every ``stride``-th candidate of a case, from ``first``, by running each once
+    (in a worker process)."""
+    shape, fmt, path, m, first, stride = job
     from .api import fused_moe
     from .weights import ExpertWeights
 
@@ -131,7 +132,7 @@ def _precompile(job) -> None:
     ids = torch.randint(0, e, (m, k), device=dev, dtype=torch.int32)
     tw = torch.rand(m, k, device=dev)
     base = policy.select_config(path, m, k, e, h, i, fmt, device_name(dev), num_sms(dev))
-    for field, value in candidates(path, fmt):
+    for field, value in list(candidates(path, fmt))[first::stride]:
         cfg = apply(base, field, value)
         if policy.legal(path, cfg, fmt):
             try:
@@ -165,9 +166,12 @@ def run(shapes, formats, tokens, paths, budget_s: float, out_dir: Path, force: b
         done = {_entry_key(e) for e in doc["entries"]}
         cases = [(s, f, m) for s in shapes for f in formats for m in tokens
                  if force or (s.num_local_experts, s.top_k, s.hidden_size, s.intermediate_size, f, m) not in done]
-        jobs = list(dict.fromkeys((s, f, path, min(tokens)) for s, f, _ in cases))
-        if jobs:
-            with mp.get_context("spawn").Pool(min(12, len(jobs))) as pool:
+        cases_to_compile = list(dict.fromkeys((s, f, path, min(tokens)) for s, f, _ in cases))
+        if cases_to_compile:
+            workers = 12
+            stride = max(1, workers // len(cases_to_compile))  # split a case's candidates when cases are few
+            jobs = [(*c, first, stride) for c in cases_to_compile for first in range(stride)]
+            with mp.get_context("spawn").Pool(min(workers, len(jobs))) as pool:
                 pool.map(_precompile, jobs)
         progress = Progress(len(cases))
         for shape, fmt, m in cases:
