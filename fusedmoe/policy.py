@@ -192,8 +192,9 @@ def tuned_config(path: str, device_name: str, m: int, top_k: int, num_experts: i
         cands.sort(key=lambda e: abs(math.log2(e["tokens"]) - math.log2(max(1, m))))
         for e in cands:
             cfg = _from_dict(path, e["config"])
-            if fmt == "fp8_block" and path == "route_direct" and cfg.gate_up.swap_ab:
-                cfg = RouteDirectConfig(dataclasses.replace(cfg.gate_up, block_k=128), cfg.down)  # one scale per step
+            if fmt == "fp8_block" and path == "route_direct":  # tensor-core tiles: one block scale per K step
+                cfg = RouteDirectConfig(*(dataclasses.replace(t, block_k=128) if t.swap_ab else t
+                                          for t in (cfg.gate_up, cfg.down)))
             if legal(path, cfg, fmt):
                 return cfg
     return None
