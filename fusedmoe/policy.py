@@ -39,11 +39,13 @@ class Tile:
 
 @dataclass(frozen=True)
 class GroupedConfig:
-    """Grouped path: routes per block, and the two GEMMs' tiles."""
+    """Grouped path: routes per block, the two GEMMs' tiles, and group_m: how many blocks the
+    programs walk together per weight tile (L2 reuse when an expert has several blocks)."""
 
     block_m: int
     gate_up: Tile
     down: Tile
+    group_m: int = 1
 
 
 @dataclass(frozen=True)
@@ -155,7 +157,7 @@ def load_table(device_name: str, path: str) -> tuple[dict, ...]:
 
 def _from_dict(path: str, d: dict) -> GroupedConfig | RouteDirectConfig:
     if path == "grouped":
-        return GroupedConfig(d["block_m"], Tile(**d["gate_up"]), Tile(**d["down"]))
+        return GroupedConfig(d["block_m"], Tile(**d["gate_up"]), Tile(**d["down"]), d.get("group_m", 1))
     return RouteDirectConfig(Tile(**d["gate_up"]), Tile(**d["down"]))
 
 
@@ -166,7 +168,7 @@ def legal(path: str, cfg: GroupedConfig | RouteDirectConfig, fmt: str) -> bool:
     if path == "grouped":
         scaled_ok = fmt not in FP8_FORMATS or (cfg.gate_up.block_n == 128 and all(128 % t.block_k == 0 for t in tiles))
         return (pow2 and scaled_ok and cfg.block_m >= 16 and all(t.block_k >= 16 and t.block_n >= 16 for t in tiles)
-                and all(t.split_k == 1 for t in tiles))
+                and all(t.split_k == 1 for t in tiles) and cfg.group_m >= 1)
     gu, dn = cfg.gate_up, cfg.down
     gu_ok = not gu.swap_ab or (gu.block_n >= 8 and gu.block_k >= 16 and (fmt != "fp8_block" or gu.block_k == 128))
     # the tensor-core down runs FP8 weights only, its stacked tile needs >= 16 rows

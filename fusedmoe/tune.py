@@ -48,6 +48,8 @@ def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
     # the unswapped tile has no wgmma, above it the swap gains nothing (scripts/compile_check.py).
     for bm in (16, 32, 64, 128):
         yield "block_m", bm
+    for group in (1, 4, 16):
+        yield "group_m", group
     gate_n = (128,) if fp8 else (32, 64, 128)
     ks = (64, 128)
     for bn, bk, warps, stages in itertools.product(gate_n, ks, (4, 8), (3, 4)):
@@ -61,7 +63,8 @@ def apply(cfg, field: str, value):
     if isinstance(cfg, policy.GroupedConfig):
         bm = value if field == "block_m" else cfg.block_m
         tiles = (value if f == field else getattr(cfg, f) for f in ("gate_up", "down"))
-        return policy.GroupedConfig(bm, *(dataclasses.replace(t, swap_ab=bm < 64) for t in tiles))
+        return policy.GroupedConfig(bm, *(dataclasses.replace(t, swap_ab=bm < 64) for t in tiles),
+                                    value if field == "group_m" else cfg.group_m)
     return policy.RouteDirectConfig(*(value if f == field else getattr(cfg, f) for f in ("gate_up", "down")))
 
 

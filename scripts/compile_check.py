@@ -44,7 +44,7 @@ DOWN_FP8 = dict(act_ptr=FP8, w_ptr=FP8, y_ptr="*bf16", **PLAN)
 def grouped(bm, bn, bk, swap, fp8, w_scale, **extra):
     """Constexprs of a grouped GEMM (gate/up takes QUANT_OUT and ACTIVATION in ``extra``)."""
     return dict(A_SCALED=fp8, W_SCALE=w_scale, SWAP_AB=swap, HAS_BIAS=False, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
-                **extra)
+                GROUP_M=extra.pop("GROUP_M", 1), **extra)
 
 
 def route_down(topk, w_scale, split, shared, act, bias, bn, bk):
@@ -61,7 +61,8 @@ CASES = [
      grouped(64, 128, 128, False, True, 2, QUANT_OUT=True, ACTIVATION=0), 8, True),
     ("grouped_gate_up fp8_block swap-AB M32", grouped_gate_up_kernel, GATE_UP_FP8,
      grouped(32, 128, 128, True, True, 2, QUANT_OUT=True, ACTIVATION=0), 4, True),
-    ("grouped_down bf16", grouped_down_kernel, DOWN_BF16, grouped(64, 128, 64, False, False, 0), 8, True),
+    ("grouped_down bf16 group8", grouped_down_kernel, DOWN_BF16, grouped(64, 128, 64, False, False, 0, GROUP_M=8), 8,
+     True),
     ("grouped_down bf16 swap-AB M16", grouped_down_kernel, DOWN_BF16, grouped(16, 128, 64, True, False, 0), 4, True),
     ("grouped_down fp8_tensor", grouped_down_kernel, DOWN_FP8, grouped(64, 128, 128, False, True, 1), 8, True),
     ("grouped_down fp8_tensor swap-AB M16", grouped_down_kernel, DOWN_FP8, grouped(16, 128, 128, True, True, 1), 4,

@@ -47,7 +47,8 @@ def main() -> None:
             q, s, w.w13, ws, optional_ptr(None, x), plan.sorted_routes, plan.block_expert, plan.num_blocks, act,
             act_s, h, i, k, q.stride(0), s.stride(0), w.w13.stride(0), w.w13.stride(1), se, sn, act.stride(0),
             act_s.stride(0), A_SCALED=True, W_SCALE=mode, QUANT_OUT=True, SWAP_AB=True, ACTIVATION=0,
-            HAS_BIAS=False, BLOCK_M=16, BLOCK_N=128, BLOCK_K=128, num_warps=4, num_stages=3)
+            HAS_BIAS=False, BLOCK_M=16, BLOCK_N=128, BLOCK_K=128, GROUP_M=1, num_warps=4,
+            num_stages=3)
         d13, _ = w.dequantize()
         xq = quant.dequantize_rows_grouped(q_ref, s_ref)
         ref_act = torch.stack([glu(xq[r // k] @ d13[ids.flatten()[r]].T) for r in range(m * k)])

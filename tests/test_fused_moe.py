@@ -245,15 +245,17 @@ def test_route_direct_split_k_and_small_tiles(fmt, device):
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-@pytest.mark.parametrize("block_m,swap_ab", [(16, True), (32, True), (32, False), (64, False)])
-def test_grouped_block_sizes_and_swap_ab(block_m, swap_ab, fmt, device):
-    # BLOCK_M the policy can pick, with and without swap-AB (weights on the MMA's M side), on
+@pytest.mark.parametrize("block_m,swap_ab,group_m", [(16, True, 1), (32, True, 4), (32, False, 1), (64, False, 3),
+                                                     (16, True, 16)])
+def test_grouped_block_sizes_and_swap_ab(block_m, swap_ab, group_m, fmt, device):
+    # BLOCK_M the policy can pick, with and without swap-AB (weights on the MMA's M side), and
+    # groups of blocks walked together (a last partial group, a group wider than the grid), on
     # a skewed routing (half the routes on expert 0) and ragged H, I.
     weights, x, tw, ids = make_layer(40, 6, 2, 72, 136, fmt, device)
     ids[::2, 0] = 0
     gate_n = 128 if fmt != PLAIN_FORMAT else 32
     cfg = policy.GroupedConfig(block_m, policy.Tile(gate_n, 64, 4, 2, swap_ab=swap_ab),
-                               policy.Tile(64, 64, 4, 2, swap_ab=swap_ab))
+                               policy.Tile(64, 64, 4, 2, swap_ab=swap_ab), group_m)
     run_and_check(weights, x, tw, ids, "grouped", config=cfg)
 
 

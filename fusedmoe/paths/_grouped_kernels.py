@@ -106,16 +106,28 @@ def gate_up_tiles(a_ptr, a_rows, a_ok, stride_a, as_ptr, stride_as,
 
 
 @triton.jit
-def _program_block(routes_ptr, block_expert_ptr, num_blocks_ptr, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    """This program's (expert, routes [BLOCK_M], valid [BLOCK_M], N tile): block pid // tiles,
-    tile pid % tiles.  Expert -1 when the block is past num_blocks or holds no held route."""
+def _program_block(routes_ptr, block_expert_ptr, num_blocks_ptr, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                   GROUP_M: tl.constexpr):
+    """This program's (expert, routes [BLOCK_M], valid [BLOCK_M], N tile).  Programs walk
+    groups of GROUP_M blocks: within a group the blocks change fastest, so the blocks of one
+    expert read each weight tile back to back (from L2 after the first); GROUP_M = 1 is block
+    pid // tiles, tile pid % tiles.  Expert -1 when the block is past num_blocks or holds no
+    held route."""
     pid = tl.program_id(0)
     num_n = tl.cdiv(N, BLOCK_N)
-    b = pid // num_n
+    if GROUP_M == 1:
+        b = pid // num_n
+        nt = pid % num_n
+    else:
+        per_group = GROUP_M * num_n
+        first = (pid // per_group) * GROUP_M
+        size = tl.minimum(tl.num_programs(0) // num_n - first, GROUP_M)
+        b = first + (pid % per_group) % size
+        nt = (pid % per_group) // size
     live = b < tl.load(num_blocks_ptr)
     e = tl.load(block_expert_ptr + b, mask=live, other=-1)
     r = tl.load(routes_ptr + b * BLOCK_M + tl.arange(0, BLOCK_M), mask=live & (e >= 0), other=-1)
-    return e, r, r >= 0, pid % num_n
+    return e, r, r >= 0, nt
 
 
 @triton.jit
@@ -124,11 +136,11 @@ def grouped_gate_up_kernel(
         H, I, TOPK, stride_x, stride_xs, stride_we, stride_wn, stride_wse, stride_wsn, stride_act, stride_acts,
         A_SCALED: tl.constexpr, W_SCALE: tl.constexpr, QUANT_OUT: tl.constexpr, SWAP_AB: tl.constexpr,
         ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr,
-        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
     """act[r, n] = act(x[tok(r)] . W13[e, n] + b[e, n]) * (x[tok(r)] . W13[e, I + n] + b[e, I + n])
     for the routes r of one block and n in one BLOCK_N tile of I (bias b [E, 2I] if HAS_BIAS);
     with QUANT_OUT (BLOCK_N == 128) act is e4m3 with the tile's per-row scale in acts[r, tile]."""
-    e, r, valid, nt = _program_block(routes_ptr, block_expert_ptr, num_blocks_ptr, I, BLOCK_M, BLOCK_N)
+    e, r, valid, nt = _program_block(routes_ptr, block_expert_ptr, num_blocks_ptr, I, BLOCK_M, BLOCK_N, GROUP_M)
     if e < 0:
         return
     rows = tl.where(valid, r // TOPK, 0).to(tl.int64)
@@ -170,10 +182,10 @@ def grouped_down_kernel(
         act_ptr, acts_ptr, w_ptr, ws_ptr, b_ptr, routes_ptr, block_expert_ptr, num_blocks_ptr, y_ptr,
         H, I, stride_act, stride_acts, stride_we, stride_wn, stride_wse, stride_wsn, stride_y,
         A_SCALED: tl.constexpr, W_SCALE: tl.constexpr, SWAP_AB: tl.constexpr, HAS_BIAS: tl.constexpr,
-        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
     """y[r, n] = act[r] . W2[e, n] (+ b[e, n], b [E, H] if HAS_BIAS) for the routes r of one block
     and n in one BLOCK_N tile of H."""
-    e, r, valid, nt = _program_block(routes_ptr, block_expert_ptr, num_blocks_ptr, H, BLOCK_M, BLOCK_N)
+    e, r, valid, nt = _program_block(routes_ptr, block_expert_ptr, num_blocks_ptr, H, BLOCK_M, BLOCK_N, GROUP_M)
     if e < 0:
         return
     r64 = tl.where(valid, r, 0).to(tl.int64)
