@@ -118,3 +118,11 @@ def test_check_refuses_without_gpu(capsys):
         pytest.skip("this machine has a GPU")
     assert check.main(["accuracy"]) == 2
     assert "needs a CUDA GPU" in capsys.readouterr().out
+
+
+def test_group_m_only_when_experts_hold_several_blocks():
+    # Mixtral TP2 at M=8192: 2048 rows per expert, 16 blocks of 128 -> walk 8 blocks per tile;
+    # Qwen3 at M=64: 4 rows per expert, one block each -> the plain order.
+    assert policy.grouped_group_m(8192 * 2, 8, 128) == 8
+    assert policy.grouped_group_m(64 * 8, 128, 16) == 1
+    assert policy.grouped_config(8192, 2, 8, 4096, 7168, "bf16").group_m == 8
