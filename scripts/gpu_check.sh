@@ -53,7 +53,7 @@ for step in $steps; do
               cp "$out"/configs/NVIDIA_H200/*.json fusedmoe/configs/NVIDIA_H200/ ;;
     decode)   run decode "${bench[@]}" --formats bf16,fp8_tensor,fp8_block --tokens 1,2,4,8,16 \
                 --paths auto,route_direct,grouped --out "$out/decode" ;;
-    presets)  run presets python -m fusedmoe bench --shape qwen3_235b_a22b_tp4,qwen3_235b_a22b_tp8,deepseek_v3,mixtral_8x7b,gpt_oss_120b \
+    presets)  run presets python -m fusedmoe bench --shape qwen3_235b_a22b,qwen3_235b_a22b_tp4,qwen3_235b_a22b_tp8,deepseek_v3,mixtral_8x7b,gpt_oss_120b \
                 --no-check --replays 10 --formats bf16,fp8_tensor,fp8_block --tokens 1,2,4,8,16,32,64,128,512,2048,8192 \
                 --paths auto --out "$out/presets" ;;
     grouped)  run grouped "${bench[@]}" --formats bf16,fp8_tensor,fp8_block --tokens 32,64,128,512,2048,8192 \
