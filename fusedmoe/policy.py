@@ -178,9 +178,12 @@ def _from_dict(path: str, d: dict) -> GroupedConfig | RouteDirectConfig:
 def legal(path: str, cfg: GroupedConfig | RouteDirectConfig, fmt: str) -> bool:
     """Whether the kernels accept ``cfg`` for weights of format ``fmt``."""
     tiles = (cfg.gate_up, cfg.down)
-    pow2 = all(t.block_n >= 1 and t.block_n & (t.block_n - 1) == 0 and t.block_k & (t.block_k - 1) == 0 for t in tiles)
+    pow2 = all(t.block_n >= 1 and t.block_n & (t.block_n - 1) == 0 and t.block_k >= 1 and t.block_k & (t.block_k - 1) == 0
+               and t.num_warps >= 1 and t.num_stages >= 1 and t.split_k >= 1 for t in tiles)
     if path == "grouped":
-        scaled_ok = fmt not in FP8_FORMATS or (cfg.gate_up.block_n == 128 and all(128 % t.block_k == 0 for t in tiles))
+        # FP8: one scale per K step (BLOCK_K divides 128), and an e4m3 MMA needs K >= 32
+        scaled_ok = fmt not in FP8_FORMATS or (cfg.gate_up.block_n == 128
+                                               and all(128 % t.block_k == 0 and t.block_k >= 32 for t in tiles))
         return (pow2 and scaled_ok and cfg.block_m >= 16 and all(t.block_k >= 16 and t.block_n >= 16 for t in tiles)
                 and all(t.split_k == 1 for t in tiles) and cfg.group_m >= 1)
     gu, dn = cfg.gate_up, cfg.down

@@ -126,3 +126,13 @@ def test_group_m_only_when_experts_hold_several_blocks():
     assert policy.grouped_group_m(8192 * 2, 8, 128) == 8
     assert policy.grouped_group_m(64 * 8, 128, 16) == 1
     assert policy.grouped_config(8192, 2, 8, 4096, 7168, "bf16").group_m == 8
+
+
+def test_legal_rejects_what_the_kernels_cannot_run():
+    # Found by review: split_k 0 launched no gate/up program (a zero output); FP8 grouped K
+    # steps of 16 pass the interpreter but an e4m3 MMA needs K >= 32 on sm_90.
+    down = policy.Tile(16, 128, 4, 1)
+    for bad in (policy.Tile(16, 64, split_k=0), policy.Tile(16, 0), policy.Tile(16, 64, num_warps=0)):
+        assert not policy.legal("route_direct", policy.RouteDirectConfig(bad, down), "bf16")
+    fp8_k16 = policy.GroupedConfig(16, policy.Tile(128, 16), policy.Tile(64, 16))
+    assert not policy.legal("grouped", fp8_k16, "fp8_tensor") and policy.legal("grouped", fp8_k16, "bf16")

@@ -93,6 +93,19 @@ def route_gate_up_kernel(
 
 
 @triton.jit
+def _fp16_rows(v):
+    """Rows of v (fp32 [R, K]) as fp16 after a power-of-two scale per row that puts the row's
+    largest magnitude in [2^14, 2^15): returns (v16 [R, K], scale [R]), v ~ v16 * scale with
+    fp16's relative rounding (2^-11) for every element above 2^-28 of its row's maximum.  The
+    scale comes from the exponent bits of the row maximum (exact, no transcendental)."""
+    amax = tl.max(tl.abs(v), axis=1)
+    exponent = (amax.to(tl.int32, bitcast=True) >> 23) & 0xFF
+    bits = tl.where(exponent > 14, (exponent - 14) << 23, 127 << 23)  # 2^(e - 14), or 1 for tiny rows
+    scale = bits.to(tl.float32, bitcast=True)
+    return (v / scale[:, None]).to(tl.float16), scale
+
+
+@triton.jit
 def _route_group(ids_ptr, r, gid, R, MATES: tl.constexpr, CHUNK: tl.constexpr):
     """The routes that share route r's expert ``gid``, taken MATES at a time in route order.
 
@@ -127,11 +140,10 @@ def route_gate_up_mma_kernel(
     that expert its N side, so routes sharing an expert stream its rows once.  Only the route
     that leads each group of 16 works; the others exit.  16-bit weights meet the activations
     as they are.  FP8 weights are upcast to fp16 (exact; one conversion per two weights, where
-    bf16 takes several), and bf16 activations are scaled by 2^-4 into fp16's range (exact for
-    2^-13 <= |x| < 2^20, below that off by < 2^-21; undone after the K loop).  Products are
-    summed in fp32.  Block scales need BLOCK_K 128."""
+    bf16 takes several), and each step's activation rows go to fp16 under a power-of-two scale
+    per row (``_fp16_rows``), applied back to that step's fp32 partial.  Products are summed
+    in fp32.  Block scales need BLOCK_K 128."""
     MATES: tl.constexpr = 16
-    X_TO_F16: tl.constexpr = 0.0625
     pid = tl.program_id(0)
     r = pid % R
     rest = pid // R
@@ -164,19 +176,15 @@ def route_gate_up_mma_kernel(
         xt = tl.load(x_base + kk[None, :], mask=ok[:, None] & k_ok[None, :], other=0.0)
         w = tl.load(w_base + kk[None, :], mask=n_ok[:, None] & k_ok[None, :], other=0.0)
         if W_SCALE != 0:  # e4m3 -> fp16 is one conversion per two weights (-> bf16 takes several)
-            w = w.to(tl.float16)
-            if xt.dtype == tl.bfloat16:  # into fp16's range: exact for 2^-13 <= |x| < 2^20
-                xt = (xt.to(tl.float32) * X_TO_F16).to(tl.float16)
+            x16, sx = _fp16_rows(xt.to(tl.float32))
+            part = tl.dot(w.to(tl.float16), tl.trans(x16)) * sx[None, :]
+            if W_SCALE == 2:
+                sw = tl.load(ws_ptr + e * stride_wse + s_rows * stride_wsn + k0 // 128, mask=n_ok, other=0.0)
+                part = part * sw[:, None]
+            acc += part
         else:
-            w = w.to(xt.dtype)
-        if W_SCALE == 2:
-            sw = tl.load(ws_ptr + e * stride_wse + s_rows * stride_wsn + k0 // 128, mask=n_ok, other=0.0)
-            acc += tl.dot(w, tl.trans(xt)) * sw[:, None]
-        else:
-            acc = tl.dot(w, tl.trans(xt), acc)
+            acc = tl.dot(w.to(xt.dtype), tl.trans(xt), acc)
     acc = tl.trans(acc)
-    if W_SCALE != 0 and x_ptr.dtype.element_ty == tl.bfloat16:
-        acc = acc * (1.0 / X_TO_F16)
     if W_SCALE == 1:
         acc = acc * tl.load(ws_ptr + e)
     if HAS_BIAS:
@@ -266,11 +274,10 @@ def route_down_mma_kernel(
     BLOCK_K] tiles of the token's k experts are stacked into one [k*BLOCK_N, BLOCK_K] MMA
     operand and multiplied by the token's k activation rows (the N side, padded to 16); route
     j's result is column j of row block j.  Weights are upcast to fp16 (one conversion per two
-    weights) and the fp32 activations rounded to fp16 after a 2^-4 scaling (relative error
-    <= 2^-11 for 2^-10 <= |act| < 2^20).  Block scales need BLOCK_K 128 (a fresh partial per step)."""
+    weights) and each step's fp32 activation rows go to fp16 under a power-of-two scale per row
+    (``_fp16_rows``), applied back to the step's partial.  Block scales need BLOCK_K 128."""
     KP: tl.constexpr = triton.next_power_of_2(TOPK)
     NC: tl.constexpr = 16 if KP < 16 else KP
-    ACT_TO_F16: tl.constexpr = 0.0625
     pid = tl.program_id(0)
     t = pid % (R // TOPK)
     n0 = (pid // (R // TOPK)) * BLOCK_N
@@ -291,17 +298,16 @@ def route_down_mma_kernel(
     acc = tl.zeros([KP * BLOCK_N, NC], dtype=tl.float32)
     for k0 in range(0, I, BLOCK_K):
         kk = k0 + offs_k
-        a = _load_act(act_ptr, t * TOPK + c, held_c, kk, I, R, SPLIT_K, ACTIVATION)
-        a = (a * ACT_TO_F16).to(tl.float16)
+        a16, sa = _fp16_rows(_load_act(act_ptr, t * TOPK + c, held_c, kk, I, R, SPLIT_K, ACTIVATION))
         w = tl.load(w_rows + kk[None, :], mask=row_ok[:, None] & (kk < I)[None, :], other=0.0).to(tl.float16)
+        part = tl.dot(w, tl.trans(a16)) * sa[None, :]
         if W_SCALE == 2:
             s = tl.load(ws_ptr + e_row * stride_wse + (n_row // 128) * stride_wsn + k0 // 128, mask=row_ok, other=0.0)
-            acc += tl.dot(w, tl.trans(a)) * s[:, None]
-        else:
-            acc = tl.dot(w, tl.trans(a), acc)
+            part = part * s[:, None]
+        acc += part
     d = tl.reshape(acc, (KP, BLOCK_N, NC))
     own = tl.arange(0, NC)[None, None, :] == tl.arange(0, KP)[:, None, None]
-    y = tl.sum(tl.where(own, d, 0.0), axis=2) * (1.0 / ACT_TO_F16)  # [KP, BLOCK_N]
+    y = tl.sum(tl.where(own, d, 0.0), axis=2)  # [KP, BLOCK_N]
     jj = tl.arange(0, KP)
     gid = tl.load(ids_ptr + t * TOPK + jj, mask=jj < TOPK, other=-1)
     held = is_held(gid, expert_offset, num_local)
