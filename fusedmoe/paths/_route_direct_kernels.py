@@ -40,6 +40,27 @@ def _row_dot(w, v, scale_ptrs, scale_ok, W_SCALE: tl.constexpr, ROWS: tl.constex
 
 
 @triton.jit
+def _gate_up_program(R, I, H, SPLIT_K: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """This gate/up program's route r, tile nt of I, split s, its 2*BLOCK_N weight rows
+    (gate rows then up rows: w_rows, valid n_ok, scale-block rows s_rows) and K range
+    [k_lo, k_hi).  Routes change fastest in the grid, so routes that share an expert read
+    the same tile at the same time (L2)."""
+    pid = tl.program_id(0)
+    r = pid % R
+    rest = pid // R
+    nt = rest // SPLIT_K
+    s = rest % SPLIT_K
+    j = tl.arange(0, 2 * BLOCK_N)
+    half = j // BLOCK_N
+    n = nt * BLOCK_N + j % BLOCK_N
+    w_rows = (half * I + n).to(tl.int64)
+    s_rows = half * tl.cdiv(I, 128) + n // 128
+    k_per = tl.cdiv(tl.cdiv(H, SPLIT_K), BLOCK_K) * BLOCK_K
+    k_lo = s * k_per
+    return r, nt, s, w_rows, n < I, s_rows, k_lo, tl.minimum(H, k_lo + k_per)
+
+
+@triton.jit
 def route_gate_up_kernel(
         x_ptr, w_ptr, ws_ptr, b_ptr, ids_ptr, act_ptr,
         H, I, R, expert_offset, num_local, TOPK, stride_x, stride_we, stride_wn, stride_wse, stride_wsn,
@@ -48,25 +69,12 @@ def route_gate_up_kernel(
     """SPLIT_K == 1: act[r, n] = act(G_e x_t + b_g)[n] * (U_e x_t + b_u)[n]; else act[s, r, :] =
     partial [G_e x_t, U_e x_t] over the s-th K range (the bias in split 0).  e = ids[r] -
     expert_offset, t = r // TOPK; bias b [E, 2I] if HAS_BIAS."""
-    pid = tl.program_id(0)
-    r = pid % R  # route-fastest: routes that share an expert read the same tile at the same time (L2)
-    rest = pid // R
-    nt = rest // SPLIT_K
-    s = rest % SPLIT_K
+    r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi = _gate_up_program(R, I, H, SPLIT_K, BLOCK_N, BLOCK_K)
     gid = tl.load(ids_ptr + r)
     if not is_held(gid, expert_offset, num_local):
         return
     e = (gid - expert_offset).to(tl.int64)
     tok = (r // TOPK).to(tl.int64)
-    j = tl.arange(0, 2 * BLOCK_N)
-    half = j // BLOCK_N
-    n = nt * BLOCK_N + j % BLOCK_N
-    n_ok = n < I
-    w_rows = (half * I + n).to(tl.int64)
-    s_rows = half * tl.cdiv(I, 128) + n // 128
-    k_per = tl.cdiv(tl.cdiv(H, SPLIT_K), BLOCK_K) * BLOCK_K
-    k_lo = s * k_per
-    k_hi = tl.minimum(H, k_lo + k_per)
     offs_k = tl.arange(0, BLOCK_K)
     offs_g = tl.arange(0, BLOCK_K // 128) if W_SCALE == 2 else tl.arange(0, 1)
     w_base = w_ptr + e * stride_we + w_rows[:, None] * stride_wn
@@ -144,11 +152,7 @@ def route_gate_up_mma_kernel(
     per row (``_fp16_rows``), applied back to that step's fp32 partial.  Products are summed
     in fp32.  Block scales need BLOCK_K 128."""
     MATES: tl.constexpr = 16
-    pid = tl.program_id(0)
-    r = pid % R
-    rest = pid // R
-    nt = rest // SPLIT_K
-    s = rest % SPLIT_K
+    r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi = _gate_up_program(R, I, H, SPLIT_K, BLOCK_N, BLOCK_K)
     gid = tl.load(ids_ptr + r)
     if not is_held(gid, expert_offset, num_local):
         return
@@ -157,15 +161,6 @@ def route_gate_up_mma_kernel(
         return
     e = (gid - expert_offset).to(tl.int64)
     tok = tl.where(ok, mates // TOPK, 0).to(tl.int64)
-    j = tl.arange(0, 2 * BLOCK_N)
-    half = j // BLOCK_N
-    n = nt * BLOCK_N + j % BLOCK_N
-    n_ok = n < I
-    w_rows = (half * I + n).to(tl.int64)
-    s_rows = half * tl.cdiv(I, 128) + n // 128
-    k_per = tl.cdiv(tl.cdiv(H, SPLIT_K), BLOCK_K) * BLOCK_K
-    k_lo = s * k_per
-    k_hi = tl.minimum(H, k_lo + k_per)
     offs_k = tl.arange(0, BLOCK_K)
     x_base = x_ptr + tok[:, None] * stride_x
     w_base = w_ptr + e * stride_we + w_rows[:, None] * stride_wn
@@ -217,6 +212,33 @@ def _load_act(act_ptr, r, ok, kk, I, R, SPLIT_K: tl.constexpr, ACTIVATION: tl.co
 
 
 @triton.jit
+def _token_routes(ids_ptr, t, expert_offset, num_local, TOPK: tl.constexpr, COLS: tl.constexpr):
+    """Token t's routes r = t*TOPK + j for j < COLS (COLS >= TOPK, a power of two): (r, held,
+    local expert e as int64, 0 where not held)."""
+    j = tl.arange(0, COLS)
+    r = t * TOPK + j
+    gid = tl.load(ids_ptr + r, mask=j < TOPK, other=-1)
+    held = is_held(gid, expert_offset, num_local)
+    return r, held, tl.where(held, gid - expert_offset, 0).to(tl.int64)
+
+
+@triton.jit
+def _combine_token(y, r, held, e, t, n, n_ok, ws_ptr, b_ptr, tw_ptr, shared_ptr, out_ptr, H, stride_s, stride_o,
+                   W_SCALE: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_SHARED: tl.constexpr):
+    """out[t, n] = sum_j w[r_j] * (scale_e * y[j, n] + b[e_j, n]) (+ shared[t, n]) over held
+    routes, for y [KP, BLOCK_N] the token's per-route down products: fixed order, no atomics."""
+    if W_SCALE == 1:
+        y = y * tl.load(ws_ptr + e, mask=held, other=0.0)[:, None]
+    if HAS_BIAS:
+        y += tl.load(b_ptr + e[:, None] * H + n[None, :], mask=held[:, None] & n_ok[None, :], other=0.0)
+    route_w = tl.load(tw_ptr + r, mask=held, other=0.0).to(tl.float32)
+    total = tl.sum(y * route_w[:, None], axis=0)
+    if HAS_SHARED:
+        total += tl.load(shared_ptr + t.to(tl.int64) * stride_s + n, mask=n_ok, other=0.0).to(tl.float32)
+    tl.store(out_ptr + t.to(tl.int64) * stride_o + n, total.to(out_ptr.dtype.element_ty), mask=n_ok)
+
+
+@triton.jit
 def route_down_kernel(
         act_ptr, w_ptr, ws_ptr, b_ptr, ids_ptr, tw_ptr, shared_ptr, out_ptr,
         H, I, R, expert_offset, num_local, stride_we, stride_wn, stride_wse, stride_wsn, stride_s, stride_o,
@@ -229,11 +251,7 @@ def route_down_kernel(
     t = pid % (R // TOPK)  # token-fastest, as in gate/up: shared experts' tiles meet in L2
     n = (pid // (R // TOPK)) * BLOCK_N + tl.arange(0, BLOCK_N)
     n_ok = n < H
-    jj = tl.arange(0, KP)
-    r = t * TOPK + jj
-    gid = tl.load(ids_ptr + r, mask=jj < TOPK, other=-1)
-    held = is_held(gid, expert_offset, num_local)
-    e = tl.where(held, gid - expert_offset, 0).to(tl.int64)
+    r, held, e = _token_routes(ids_ptr, t, expert_offset, num_local, TOPK, KP)
     w_rows = e[:, None, None] * stride_we + n[None, :, None].to(tl.int64) * stride_wn
     row_ok = held[:, None] & n_ok[None, :]
     offs_k = tl.arange(0, BLOCK_K)
@@ -253,15 +271,8 @@ def route_down_kernel(
         s_ok = tl.reshape(tl.broadcast_to(row_ok[:, :, None], (KP, BLOCK_N, offs_g.shape[0])),
                           (KP * BLOCK_N, offs_g.shape[0])) & (g * 128 < I)[None, :]
         acc += tl.reshape(_row_dot(w, v, sp, s_ok, W_SCALE, KP * BLOCK_N, BLOCK_K), (KP, BLOCK_N))
-    if W_SCALE == 1:
-        acc = acc * tl.load(ws_ptr + e, mask=held, other=0.0)[:, None]
-    if HAS_BIAS:
-        acc += tl.load(b_ptr + e[:, None] * H + n[None, :], mask=row_ok, other=0.0)
-    route_w = tl.load(tw_ptr + r, mask=held, other=0.0).to(tl.float32)
-    total = tl.sum(acc * route_w[:, None], axis=0)
-    if HAS_SHARED:
-        total += tl.load(shared_ptr + t.to(tl.int64) * stride_s + n, mask=n_ok, other=0.0).to(tl.float32)
-    tl.store(out_ptr + t.to(tl.int64) * stride_o + n, total.to(out_ptr.dtype.element_ty), mask=n_ok)
+    _combine_token(acc, r, held, e, t, n, n_ok, ws_ptr, b_ptr, tw_ptr, shared_ptr, out_ptr, H, stride_s, stride_o,
+                   W_SCALE, HAS_BIAS, HAS_SHARED)
 
 
 @triton.jit
@@ -290,15 +301,12 @@ def route_down_mma_kernel(
     e_row = tl.where(held_row, gid_row - expert_offset, 0).to(tl.int64)
     row_ok = held_row & (n_row < H)
     w_rows = w_ptr + e_row[:, None] * stride_we + n_row[:, None].to(tl.int64) * stride_wn
-    # activation rows: column c is route t * TOPK + c
-    c = tl.arange(0, NC)
-    gid_c = tl.load(ids_ptr + t * TOPK + c, mask=c < TOPK, other=-1)
-    held_c = is_held(gid_c, expert_offset, num_local)
+    r_c, held_c, _ = _token_routes(ids_ptr, t, expert_offset, num_local, TOPK, NC)  # activation rows: the N side
     offs_k = tl.arange(0, BLOCK_K)
     acc = tl.zeros([KP * BLOCK_N, NC], dtype=tl.float32)
     for k0 in range(0, I, BLOCK_K):
         kk = k0 + offs_k
-        a16, sa = _fp16_rows(_load_act(act_ptr, t * TOPK + c, held_c, kk, I, R, SPLIT_K, ACTIVATION))
+        a16, sa = _fp16_rows(_load_act(act_ptr, r_c, held_c, kk, I, R, SPLIT_K, ACTIVATION))
         w = tl.load(w_rows + kk[None, :], mask=row_ok[:, None] & (kk < I)[None, :], other=0.0).to(tl.float16)
         part = tl.dot(w, tl.trans(a16)) * sa[None, :]
         if W_SCALE == 2:
@@ -308,18 +316,7 @@ def route_down_mma_kernel(
     d = tl.reshape(acc, (KP, BLOCK_N, NC))
     own = tl.arange(0, NC)[None, None, :] == tl.arange(0, KP)[:, None, None]
     y = tl.sum(tl.where(own, d, 0.0), axis=2)  # [KP, BLOCK_N]
-    jj = tl.arange(0, KP)
-    gid = tl.load(ids_ptr + t * TOPK + jj, mask=jj < TOPK, other=-1)
-    held = is_held(gid, expert_offset, num_local)
-    e = tl.where(held, gid - expert_offset, 0).to(tl.int64)
+    r, held, e = _token_routes(ids_ptr, t, expert_offset, num_local, TOPK, KP)
     n = n0 + tl.arange(0, BLOCK_N)
-    n_ok = n < H
-    if W_SCALE == 1:
-        y = y * tl.load(ws_ptr + e, mask=held, other=0.0)[:, None]
-    if HAS_BIAS:
-        y += tl.load(b_ptr + e[:, None] * H + n[None, :], mask=held[:, None] & n_ok[None, :], other=0.0)
-    route_w = tl.load(tw_ptr + t * TOPK + jj, mask=held, other=0.0).to(tl.float32)
-    total = tl.sum(y * route_w[:, None], axis=0)
-    if HAS_SHARED:
-        total += tl.load(shared_ptr + t.to(tl.int64) * stride_s + n, mask=n_ok, other=0.0).to(tl.float32)
-    tl.store(out_ptr + t.to(tl.int64) * stride_o + n, total.to(out_ptr.dtype.element_ty), mask=n_ok)
+    _combine_token(y, r, held, e, t, n, n < H, ws_ptr, b_ptr, tw_ptr, shared_ptr, out_ptr, H, stride_s, stride_o,
+                   W_SCALE, HAS_BIAS, HAS_SHARED)
