@@ -24,11 +24,9 @@ from . import policy
 from .api import PATHS, choose_path, fused_moe, path_quantizes_activations
 from .reference import cosine, moe_reference, rel_l2
 from .routing import route
-from .shapes import get_shape
-from .weights import ExpertWeights
+from .shapes import PEER_SHAPES, get_shape
+from .weights import FORMATS, FP8_FORMATS, ExpertWeights
 
-PEER_SHAPES = ("qwen3_30b_a3b", "deepseek_v3_tp8", "mixtral_8x7b_tp2", "hunyuan_tp8", "gpt_oss_120b_tp4")
-FORMATS = ("bf16", "fp16", "fp8_tensor", "fp8_block")
 DEV = torch.device("cuda")
 
 
@@ -56,7 +54,7 @@ def variants(path: str, m: int, shape, fmt: str) -> list[tuple[str, object]]:
     tensor-core forms (gate/up, and down with FP8 weights; the tuned tables may pick them),
     for grouped FP8 also K steps of 64."""
     if path != "route_direct":
-        if fmt not in ("fp8_tensor", "fp8_block"):
+        if fmt not in FP8_FORMATS:
             return [(path, None)]
         # FP8 x FP8 MMA sums in reduced precision until each K step's partial is rescaled in
         # fp32: K steps of 64 instead of 128 halve that run (accuracy vs cost, issue 2).
@@ -68,8 +66,7 @@ def variants(path: str, m: int, shape, fmt: str) -> list[tuple[str, object]]:
     sms = torch.cuda.get_device_properties(DEV).multi_processor_count
     base = policy.route_direct_config(m, shape.top_k, shape.num_local_experts, shape.hidden_size,
                                       shape.intermediate_size, fmt, sms)
-    fp8 = fmt in ("fp8_tensor", "fp8_block")
-    down = policy.Tile(16, 128, 4, 3, swap_ab=True) if fp8 else base.down  # FP8: tensor-core down too
+    down = policy.Tile(16, 128, 4, 3, swap_ab=True) if fmt in FP8_FORMATS else base.down  # FP8: tensor-core down too
     mma = policy.RouteDirectConfig(policy.Tile(32, 128, 4, 3, 2, swap_ab=True), down)
     return [(path, None), (path + "_mma", mma)]
 
@@ -101,7 +98,7 @@ def accuracy(out_dir: Path, tokens=(1, 8, 64, 512, 4096)) -> list[dict]:
                                rel_l2=rel_l2(out, ref_q), cosine=cosine(out, ref_q),
                                rel_l2_unquantized=rel_l2(out, ref_plain), nan=bool(torch.isnan(out).any()))
                     row["ok"] = (not row["nan"] and row["rel_l2"] <= 5e-3 and row["cosine"] >= 0.99995
-                                 and (fmt not in ("fp8_tensor", "fp8_block") or row["rel_l2_unquantized"] <= 0.08))
+                                 and (fmt not in FP8_FORMATS or row["rel_l2_unquantized"] <= 0.08))
                     rows.append(row)
                     print(f"{name:18s} {fmt:10s} M={m:5d} {label:17s} relL2={row['rel_l2']:.2e} "
                           f"cos={row['cosine']:.6f} vs-unquant={row['rel_l2_unquantized']:.2e} "

@@ -18,9 +18,10 @@ import sys
 from datetime import datetime
 from typing import Sequence
 
+from .weights import FORMATS
+
 GPU_TOKENS = (1, 2, 4, 8, 16, 32, 64, 128, 512, 2048, 8192)  # the columns of PEERS-H200.md
 CPU_TOKENS = (1, 2, 4)
-FORMATS = ("bf16", "fp16", "fp8_tensor", "fp8_block")
 
 
 def _split(arg: str, text: str | None) -> list[str]:

@@ -27,11 +27,12 @@ import torch
 
 from . import policy
 from ._runtime import device_name, num_sms
+from .weights import FORMATS, FP8_FORMATS
 
 
 def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
     """(field, value) moves of the coordinate descent: 'gate_up'/'down' tiles, 'block_m'."""
-    fp8 = fmt in ("fp8_tensor", "fp8_block")
+    fp8 = fmt in FP8_FORMATS
     if path == "route_direct":
         for bn, bk, split in itertools.product((4, 8, 16), (512, 1024, 2048), (1, 2, 4)):
             yield "gate_up", policy.Tile(bn, bk, 8, 1, split)
@@ -220,7 +221,7 @@ def main(argv: list[str]) -> int:
     if not torch.cuda.is_available():
         print("fusedmoe tune: needs a CUDA GPU (it times kernels); nothing to do on this machine")
         return 2
-    n = run(_shapes(args), _choices("--formats", args.formats, ("bf16", "fp16", "fp8_tensor", "fp8_block")),
+    n = run(_shapes(args), _choices("--formats", args.formats, FORMATS),
             _ints("--tokens", args.tokens), _choices("--paths", args.paths, ("route_direct", "grouped")),
             args.budget_min * 60, args.out_dir, args.force)
     print(f"{n} table entries written under {args.out_dir}")
