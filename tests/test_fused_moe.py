@@ -238,9 +238,10 @@ def test_tensor_core_fp8_forms_keep_small_activations(fmt, x_scale, device):
 
 @pytest.mark.parametrize("fmt", ["fp8_tensor", "fp8_block"])
 def test_tensor_core_form_takes_bf16_outliers(fmt, device):
-    # FP8 weights meet bf16 activations in fp16 (x scaled by 2^-4): large and tiny x must give
-    # what the GEMV form (fp32 products) gives.  Compared with each other, not the reference:
-    # both round their output the same way.
+    # FP8 weights meet bf16 activations in fp16 (a power-of-two scale per row): large and tiny
+    # x must give what the GEMV form (fp32 products) gives.  Compared with each other, not the
+    # reference: both round their output to bf16, so each element agrees to one bf16 step (the
+    # two sum in different orders: ~5% of seeds put one fp32 sum pair across a rounding edge).
     weights, x, tw, ids = make_layer(5, 8, 3, 300, 72, fmt, device)
     x = x.to(torch.bfloat16)
     x[0, :5] = torch.tensor([3e4, -2e-5, 1e-6, 7000.0, -1e-3])
@@ -249,7 +250,8 @@ def test_tensor_core_form_takes_bf16_outliers(fmt, device):
     gemv = policy.RouteDirectConfig(policy.Tile(num_stages=1, **tiles), policy.Tile(16, 128, 4, 1))
     a = fused_moe(x, weights, tw, ids, path="route_direct", config=mma)
     b = fused_moe(x, weights, tw, ids, path="route_direct", config=gemv)
-    assert torch.isfinite(a).all() and rel_l2(a, b) < 1e-5
+    assert torch.isfinite(a).all()
+    assert ((a.float() - b.float()).abs() <= 2.0 ** -7 * torch.maximum(a.float().abs(), b.float().abs())).all()
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
