@@ -143,7 +143,7 @@ def _capturing(t: torch.Tensor) -> bool:
 def _check_id_range(name: str, ids: torch.Tensor, end: int) -> None:
     """Raise unless every id lies in [-1, end): one host sync, so skipped while capturing a
     CUDA graph or compiling (the kernels mask such ids; they are never an illegal access)."""
-    if not ids.numel() or _capturing(ids) or torch.compiler.is_compiling():
+    if torch.compiler.is_compiling() or not ids.numel() or _capturing(ids):
         return
     bad = (ids < -1) | (ids >= end)
     if bool(bad.any()):
