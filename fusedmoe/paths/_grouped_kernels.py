@@ -17,23 +17,33 @@ import triton.language as tl
 from .._epilogue_kernels import glu, quantize_group
 
 
+# FP8 x FP8 wgmma adds its products to the accumulator with less than fp32 precision (about
+# 14 significant bits); promoting into a plain fp32 sum every FP8_PROMOTE_K columns bounds the
+# loss.  Chained over 128 columns, grouped FP8 missed rel-L2 0.5% (0.54-0.60% on the H200);
+# with a fresh sum per 64 it reached 0.45% at most.
+FP8_PROMOTE_K = tl.constexpr(32)
+
+
 @triton.jit
 def _accumulate(acc, a, w, sa, sw, A_SCALED: tl.constexpr, W_SCALE: tl.constexpr, SWAP_AB: tl.constexpr):
     """acc + a . w^T ([BLOCK_M, N]; its transpose with SWAP_AB) for one K step, with the step's
     scales: sa per A row (A_SCALED), sw per W row or one for the tile (W_SCALE == 2).  Scaled
-    steps start a fresh MMA accumulator, which also bounds how far the FP8 MMA sums in its
-    reduced precision (one K step)."""
+    steps start a fresh MMA accumulator; FP8 products are promoted to fp32 every FP8_PROMOTE_K
+    columns (16-bit operands ignore the limit)."""
     if A_SCALED or W_SCALE == 2:
-        part = tl.dot(w, tl.trans(a)) if SWAP_AB else tl.dot(a, tl.trans(w))
+        if SWAP_AB:
+            part = tl.dot(w, tl.trans(a), max_num_imprecise_acc=FP8_PROMOTE_K)
+        else:
+            part = tl.dot(a, tl.trans(w), max_num_imprecise_acc=FP8_PROMOTE_K)
         if A_SCALED:
             part = part * (sa[None, :] if SWAP_AB else sa[:, None])
         if W_SCALE == 2:
             part = part * (sw[:, None] if SWAP_AB else sw[None, :])
         acc = acc + part
     elif SWAP_AB:
-        acc = tl.dot(w, tl.trans(a), acc)
+        acc = tl.dot(w, tl.trans(a), acc, max_num_imprecise_acc=FP8_PROMOTE_K)
     else:
-        acc = tl.dot(a, tl.trans(w), acc)
+        acc = tl.dot(a, tl.trans(w), acc, max_num_imprecise_acc=FP8_PROMOTE_K)
     return acc
 
 
