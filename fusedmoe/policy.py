@@ -27,7 +27,9 @@ class Tile:
     """One GEMM launch: rows of N per program, K step, warps, pipeline depth, K splits, and
     swap_ab: weights on the MMA's M side, routes on N (grouped path: for BLOCK_M < 64;
     route-direct gate/up: the tensor-core form, which also streams a shared expert once;
-    route-direct down, FP8 weights: the token's k expert tiles stacked into one MMA)."""
+    route-direct down, FP8 weights: the token's k expert tiles stacked into one MMA).
+    The route-direct GEMV forms (swap_ab False) have no software pipeline: num_stages >= 2
+    there loads each step's tile one step ahead (two in flight per program)."""
 
     block_n: int
     block_k: int

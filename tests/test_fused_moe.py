@@ -173,6 +173,20 @@ def test_split_k_adds_the_bias_once(tensor_cores, device):
     run_and_check(weights, x, tw, ids, "route_direct", config=cfg)
 
 
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("split", [1, 2])
+def test_gemv_prefetch_is_bitwise_the_plain_loop(fmt, split, device):
+    # The GEMV forms with num_stages 2 load each K step one step ahead; the sums are the same
+    # in the same order, so the output must equal the plain loop's bit for bit (and the
+    # reference).  K spans several steps with a ragged last one (H 300 in 128s, I 200 in 128s).
+    weights, x, tw, ids = make_layer(3, 5, 3, 300, 200, fmt, device)
+    outs = []
+    for stages in (1, 2):
+        cfg = policy.RouteDirectConfig(policy.Tile(8, 128, 4, stages, split_k=split), policy.Tile(16, 128, 4, stages))
+        outs.append(run_and_check(weights, x, tw, ids, "route_direct", config=cfg))
+    torch.testing.assert_close(outs[1], outs[0], rtol=0, atol=0)
+
+
 def test_all_routes_dropped_gives_shared_only(device):
     # No route held: the output is exactly the shared expert's output.
     weights, x, tw, ids = make_layer(4, 4, 2, 64, 32, PLAIN_FORMAT, device)
@@ -299,7 +313,13 @@ def test_fuzz_against_reference(m, e, k, h, i, fmt, path, offset, data, device):
     tw = torch.rand(m, k, device=device)
     shared = torch.randn(m, h, device=device).to(ACT_DTYPE) if data.draw(st.booleans()) else None
     config = None
-    if path == "route_direct" and data.draw(st.booleans()):  # the tensor-core forms, any tile
+    if path == "route_direct" and data.draw(st.booleans()):  # the GEMV forms, plain or prefetching
+        block_k = 128 if fmt == "fp8_block" else data.draw(st.sampled_from([32, 64, 128]))
+        config = policy.RouteDirectConfig(
+            policy.Tile(data.draw(st.sampled_from([4, 8, 16])), block_k, 4, data.draw(st.integers(1, 2)),
+                        data.draw(st.integers(1, 3))),
+            policy.Tile(data.draw(st.sampled_from([8, 16])), block_k, 4, data.draw(st.integers(1, 2))))
+    elif path == "route_direct" and data.draw(st.booleans()):  # the tensor-core forms, any tile
         block_k = 128 if fmt == "fp8_block" else data.draw(st.sampled_from([16, 32, 64, 128]))
         gate_up = policy.Tile(data.draw(st.sampled_from([8, 16, 32])), block_k, 4, 2, data.draw(st.integers(1, 3)),
                               swap_ab=True)

@@ -1,8 +1,9 @@
 """Triton kernels of the route-direct path (decode): no plan, no sort.
 
 At decode the layer is a stream of weight bytes; what limits a GEMV kernel is how many bytes
-each SM keeps in flight (plain loads are not software-pipelined), so both kernels issue one
-wide tile per step: BLOCK_K spans most or all of K.
+each SM keeps in flight (plain loads are not software-pipelined), so both GEMV kernels issue
+one wide tile per step (BLOCK_K spans much of K) and load the next step's tile before they
+reduce the current one.
 
 gate/up: one program per (route, tile of BLOCK_N rows of I, K split), routes fastest in the
 grid order so that routes sharing an expert stream each tile once from HBM and then from L2.  The route's expert is
@@ -61,11 +62,32 @@ def _gate_up_program(R, I, H, SPLIT_K: tl.constexpr, BLOCK_N: tl.constexpr, BLOC
 
 
 @triton.jit
+def _gate_up_step_loads(x_base, w_base, k0, k_hi, offs_k, n_ok):
+    """One gate/up GEMV step's tiles as stored: x [BLOCK_K] and w [2*BLOCK_N, BLOCK_K] at
+    columns k0 + offs_k (masked to k_hi: all-masked past the end, which reads nothing)."""
+    kk = k0 + offs_k
+    k_ok = kk < k_hi
+    v = tl.load(x_base + kk, mask=k_ok, other=0.0)
+    w = tl.load(w_base + kk[None, :], mask=n_ok[:, None] & k_ok[None, :], other=0.0)
+    return v, w
+
+
+@triton.jit
+def _gate_up_step(v, w, k0, k_hi, offs_g, s_base, n_ok, W_SCALE: tl.constexpr, BLOCK_N: tl.constexpr,
+                  BLOCK_K: tl.constexpr):
+    """[2*BLOCK_N] partial sums of one gate/up GEMV step (weights upcast to fp32; block scales
+    from s_base [2*BLOCK_N, 1] + the step's 128-column groups)."""
+    g = k0 // 128 + offs_g
+    return _row_dot(w.to(tl.float32), v.to(tl.float32)[None, :], s_base + g[None, :],
+                    n_ok[:, None] & (g * 128 < k_hi)[None, :], W_SCALE, 2 * BLOCK_N, BLOCK_K)
+
+
+@triton.jit
 def route_gate_up_kernel(
         x_ptr, w_ptr, ws_ptr, b_ptr, ids_ptr, act_ptr,
         H, I, R, expert_offset, num_local, TOPK, stride_x, stride_we, stride_wn, stride_wse, stride_wsn,
         W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr,
-        BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+        BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PREFETCH: tl.constexpr = False):
     """SPLIT_K == 1: act[r, n] = act(G_e x_t + b_g)[n] * (U_e x_t + b_u)[n]; else act[s, r, :] =
     partial [G_e x_t, U_e x_t] over the s-th K range (the bias in split 0).  e = ids[r] -
     expert_offset, t = r // TOPK; bias b [E, 2I] if HAS_BIAS."""
@@ -78,15 +100,19 @@ def route_gate_up_kernel(
     offs_k = tl.arange(0, BLOCK_K)
     offs_g = tl.arange(0, BLOCK_K // 128) if W_SCALE == 2 else tl.arange(0, 1)
     w_base = w_ptr + e * stride_we + w_rows[:, None] * stride_wn
+    x_base = x_ptr + tok * stride_x
     acc = tl.zeros([2 * BLOCK_N], dtype=tl.float32)
-    for k0 in range(k_lo, k_hi, BLOCK_K):
-        kk = k0 + offs_k
-        k_ok = kk < k_hi
-        v = tl.load(x_ptr + tok * stride_x + kk, mask=k_ok, other=0.0).to(tl.float32)
-        w = tl.load(w_base + kk[None, :], mask=n_ok[:, None] & k_ok[None, :], other=0.0).to(tl.float32)
-        g = k0 // 128 + offs_g
-        acc += _row_dot(w, v[None, :], ws_ptr + e * stride_wse + s_rows[:, None] * stride_wsn + g[None, :],
-                        n_ok[:, None] & (g * 128 < k_hi)[None, :], W_SCALE, 2 * BLOCK_N, BLOCK_K)
+    s_base = ws_ptr + e * stride_wse + s_rows[:, None] * stride_wsn
+    if PREFETCH:  # the next step's tiles load before this step's are reduced: two loads in flight
+        v_next, w_next = _gate_up_step_loads(x_base, w_base, k_lo, k_hi, offs_k, n_ok)
+        for k0 in range(k_lo, k_hi, BLOCK_K):
+            v, w = v_next, w_next
+            v_next, w_next = _gate_up_step_loads(x_base, w_base, k0 + BLOCK_K, k_hi, offs_k, n_ok)
+            acc += _gate_up_step(v, w, k0, k_hi, offs_g, s_base, n_ok, W_SCALE, BLOCK_N, BLOCK_K)
+    else:
+        for k0 in range(k_lo, k_hi, BLOCK_K):
+            v, w = _gate_up_step_loads(x_base, w_base, k0, k_hi, offs_k, n_ok)
+            acc += _gate_up_step(v, w, k0, k_hi, offs_g, s_base, n_ok, W_SCALE, BLOCK_N, BLOCK_K)
     if W_SCALE == 1:
         acc = acc * tl.load(ws_ptr + e)
     if HAS_BIAS:
@@ -212,6 +238,31 @@ def _load_act(act_ptr, r, ok, kk, I, R, SPLIT_K: tl.constexpr, ACTIVATION: tl.co
 
 
 @triton.jit
+def _down_step_load(w_rows, row_ok, kk, I):
+    """The down GEMV's weight tile [KP, BLOCK_N, BLOCK_K] at columns kk, as stored (masked to I)."""
+    return tl.load(w_rows + kk[None, None, :], mask=row_ok[:, :, None] & (kk < I)[None, None, :], other=0.0)
+
+
+@triton.jit
+def _down_step(act_ptr, w, r, held, row_ok, k0, offs_k, offs_g, s_base, I, R, KP: tl.constexpr,
+               W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, BLOCK_N: tl.constexpr,
+               BLOCK_K: tl.constexpr):
+    """[KP, BLOCK_N] partial down products of one GEMV step: weights w [KP, BLOCK_N, BLOCK_K]
+    (upcast to fp32) against the routes' activation columns k0 + offs_k (block scales from
+    s_base [KP, BLOCK_N] + the step's 128-column groups)."""
+    kk = k0 + offs_k
+    a = _load_act(act_ptr, r, held, kk, I, R, SPLIT_K, ACTIVATION)
+    w = tl.reshape(w.to(tl.float32), (KP * BLOCK_N, BLOCK_K))
+    v = tl.reshape(tl.broadcast_to(a[:, None, :], (KP, BLOCK_N, BLOCK_K)), (KP * BLOCK_N, BLOCK_K))
+    g = k0 // 128 + offs_g
+    sp = tl.reshape(tl.broadcast_to(s_base[:, :, None], (KP, BLOCK_N, offs_g.shape[0])),
+                    (KP * BLOCK_N, offs_g.shape[0])) + g[None, :]
+    s_ok = tl.reshape(tl.broadcast_to(row_ok[:, :, None], (KP, BLOCK_N, offs_g.shape[0])),
+                      (KP * BLOCK_N, offs_g.shape[0])) & (g * 128 < I)[None, :]
+    return tl.reshape(_row_dot(w, v, sp, s_ok, W_SCALE, KP * BLOCK_N, BLOCK_K), (KP, BLOCK_N))
+
+
+@triton.jit
 def _token_routes(ids_ptr, t, expert_offset, num_local, TOPK: tl.constexpr, COLS: tl.constexpr):
     """Token t's routes r = t*TOPK + j for j < COLS (COLS >= TOPK, a power of two): (r, held,
     local expert e as int64, 0 where not held)."""
@@ -243,7 +294,8 @@ def route_down_kernel(
         act_ptr, w_ptr, ws_ptr, b_ptr, ids_ptr, tw_ptr, shared_ptr, out_ptr,
         H, I, R, expert_offset, num_local, stride_we, stride_wn, stride_wse, stride_wsn, stride_s, stride_o,
         TOPK: tl.constexpr, W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, HAS_SHARED: tl.constexpr,
-        ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+        ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+        PREFETCH: tl.constexpr = False):
     """out[t, n] = sum_j w[t,j] * (W2_e act_r + b_e)[n] (+ shared[t, n]), r = t*TOPK + j, over held
     routes; bias b [E, H] if HAS_BIAS."""
     KP: tl.constexpr = triton.next_power_of_2(TOPK)
@@ -258,19 +310,18 @@ def route_down_kernel(
     offs_g = tl.arange(0, BLOCK_K // 128) if W_SCALE == 2 else tl.arange(0, 1)
     s_base = ws_ptr + e[:, None] * stride_wse + (n // 128)[None, :] * stride_wsn
     acc = tl.zeros([KP, BLOCK_N], dtype=tl.float32)
-    for k0 in range(0, I, BLOCK_K):
-        kk = k0 + offs_k
-        a = _load_act(act_ptr, r, held, kk, I, R, SPLIT_K, ACTIVATION)
-        w = tl.load(w_ptr + w_rows + kk[None, None, :], mask=row_ok[:, :, None] & (kk < I)[None, None, :],
-                    other=0.0).to(tl.float32)
-        w = tl.reshape(w, (KP * BLOCK_N, BLOCK_K))
-        v = tl.reshape(tl.broadcast_to(a[:, None, :], (KP, BLOCK_N, BLOCK_K)), (KP * BLOCK_N, BLOCK_K))
-        g = k0 // 128 + offs_g
-        sp = tl.reshape(tl.broadcast_to(s_base[:, :, None], (KP, BLOCK_N, offs_g.shape[0])),
-                        (KP * BLOCK_N, offs_g.shape[0])) + g[None, :]
-        s_ok = tl.reshape(tl.broadcast_to(row_ok[:, :, None], (KP, BLOCK_N, offs_g.shape[0])),
-                          (KP * BLOCK_N, offs_g.shape[0])) & (g * 128 < I)[None, :]
-        acc += tl.reshape(_row_dot(w, v, sp, s_ok, W_SCALE, KP * BLOCK_N, BLOCK_K), (KP, BLOCK_N))
+    if PREFETCH:  # the next step's weights load while this step reduces (as in gate/up)
+        w_next = _down_step_load(w_ptr + w_rows, row_ok, offs_k, I)
+        for k0 in range(0, I, BLOCK_K):
+            w = w_next
+            w_next = _down_step_load(w_ptr + w_rows, row_ok, k0 + BLOCK_K + offs_k, I)
+            acc += _down_step(act_ptr, w, r, held, row_ok, k0, offs_k, offs_g, s_base, I, R,
+                              KP, W_SCALE, SPLIT_K, ACTIVATION, BLOCK_N, BLOCK_K)
+    else:
+        for k0 in range(0, I, BLOCK_K):
+            w = _down_step_load(w_ptr + w_rows, row_ok, k0 + offs_k, I)
+            acc += _down_step(act_ptr, w, r, held, row_ok, k0, offs_k, offs_g, s_base, I, R,
+                              KP, W_SCALE, SPLIT_K, ACTIVATION, BLOCK_N, BLOCK_K)
     _combine_token(acc, r, held, e, t, n, n_ok, ws_ptr, b_ptr, tw_ptr, shared_ptr, out_ptr, H, stride_s, stride_o,
                    W_SCALE, HAS_BIAS, HAS_SHARED)
 

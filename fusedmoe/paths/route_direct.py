@@ -31,15 +31,16 @@ def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torc
     split = gu.split_k
     act = torch.empty((r * inter) if split == 1 else (split * r * 2 * inter), dtype=torch.float32, device=x.device)
     ws, se, sn, mode = scale_args(weights, weights.w13_scale, x)
-    gate_up = route_gate_up_mma_kernel if gu.swap_ab else route_gate_up_kernel
+    gate_up, gu_extra = ((route_gate_up_mma_kernel, {}) if gu.swap_ab
+                         else (route_gate_up_kernel, dict(PREFETCH=gu.num_stages >= 2)))
     gate_up[(r * cdiv(inter, gu.block_n) * split,)](
         x, weights.w13, ws, optional_ptr(weights.w13_bias, x), topk_ids, act, hidden, inter, r, expert_offset,
         e_local, k, x.stride(0), weights.w13.stride(0), weights.w13.stride(1), se, sn,
         W_SCALE=mode, SPLIT_K=split, ACTIVATION=ACTIVATIONS[activation], HAS_BIAS=weights.w13_bias is not None,
-        BLOCK_N=gu.block_n, BLOCK_K=gu.block_k,
+        BLOCK_N=gu.block_n, BLOCK_K=gu.block_k, **gu_extra,
         num_warps=gu.num_warps, num_stages=gu.num_stages)
     ws, se, sn, mode = scale_args(weights, weights.w2_scale, x)
-    down = route_down_mma_kernel if dn.swap_ab else route_down_kernel
+    down, dn_extra = (route_down_mma_kernel, {}) if dn.swap_ab else (route_down_kernel, dict(PREFETCH=dn.num_stages >= 2))
     down[(m * cdiv(hidden, dn.block_n),)](
         act, weights.w2, ws, optional_ptr(weights.w2_bias, x), topk_ids, topk_weights,
         optional_ptr(shared_output, out), out,
@@ -47,5 +48,5 @@ def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torc
         shared_output.stride(0) if shared_output is not None else 0, out.stride(0),
         TOPK=k, W_SCALE=mode, SPLIT_K=split, HAS_SHARED=shared_output is not None,
         ACTIVATION=ACTIVATIONS[activation], HAS_BIAS=weights.w2_bias is not None,
-        BLOCK_N=dn.block_n, BLOCK_K=dn.block_k, num_warps=dn.num_warps, num_stages=dn.num_stages)
+        BLOCK_N=dn.block_n, BLOCK_K=dn.block_k, **dn_extra, num_warps=dn.num_warps, num_stages=dn.num_stages)
     return out
