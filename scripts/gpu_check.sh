@@ -11,7 +11,7 @@
 #   swiglu    fused SwiGLU + FP8 quantisation against the separate kernels
 #   plan      route-plan time over routes x experts (target <= 3 us up to 2048 x 512)
 #   decode    fusedmoe bench, M 1..16, auto and both paths forced
-#   grouped   fusedmoe bench, M 32..8192, auto, grouped and torch_grouped_mm
+#   grouped   fusedmoe bench, M 32..8192 (GROUPED_TOKENS, GROUPED_FORMATS), auto, grouped and torch_grouped_mm
 #   presets   fusedmoe bench of the presets beyond PEERS (auto only, M 1..8192; issue 3's full table)
 #   tune      fusedmoe tune (TUNE_PATHS route_direct, TUNE_FORMATS bf16,fp8_tensor, TUNE_TOKENS 1,2,4,8,
 #             TUNE_SHAPES peers, TUNE_MIN 4 minutes) into OUT_DIR/configs, re-tuning the cases it
@@ -31,7 +31,7 @@ run() {
   timeout "$limit" "$@" > "$out/$name.log" 2>&1 || { echo "=== FAILED: $name (rc $?)"; status=1; }
   tail -n 4 "$out/$name.log"
 }
-bench=(python -m fusedmoe bench --shape peers --routing softmax --no-check --replays 10)
+bench=(python -m fusedmoe bench --shape peers --routing softmax --replays 10)  # decode: checked too (small M)
 for step in $steps; do
   case $step in
     sass)     run sass env -u TRITON_INTERPRET python scripts/compile_check.py --json "$out/sass.json" ;;
@@ -56,7 +56,8 @@ for step in $steps; do
     presets)  run presets python -m fusedmoe bench --shape qwen3_235b_a22b,qwen3_235b_a22b_tp4,qwen3_235b_a22b_tp8,deepseek_v3,mixtral_8x7b,gpt_oss_120b \
                 --no-check --replays 10 --formats bf16,fp8_tensor,fp8_block --tokens 1,2,4,8,16,32,64,128,512,2048,8192 \
                 --paths auto --out "$out/presets" ;;
-    grouped)  run grouped "${bench[@]}" --formats bf16,fp8_tensor,fp8_block --tokens 32,64,128,512,2048,8192 \
+    grouped)  run grouped "${bench[@]}" --no-check --formats "${GROUPED_FORMATS:-bf16,fp8_tensor,fp8_block}" \
+                --tokens "${GROUPED_TOKENS:-32,64,128,512,2048,8192}" \
                 --paths auto,grouped,torch_grouped_mm --out "$out/grouped" ;;
     *) echo "unknown step $step"; status=1 ;;
   esac
