@@ -41,7 +41,7 @@ for step in $steps; do
     tests)    # compiling each test's kernel variants dominates on a fresh machine: 8 workers compile in parallel
               xdist=$(python -c "import xdist" 2>/dev/null && echo "-n 8")
               run tests env FUSEDMOE_FUZZ=${FUSEDMOE_FUZZ:-30} FUSEDMOE_SEED=${FUSEDMOE_SEED:-$RANDOM} \
-                python -m pytest tests -q -rf --durations=15 $xdist ;;
+                python -m pytest tests -rf --durations=15 --junitxml "$out/tests.xml" $xdist ;;
     memcheck) run memcheck env PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --tool memcheck \
                 --error-exitcode 9 python -m fusedmoe check sanitize ;;
     swiglu)   run swiglu python -m fusedmoe.bench.swiglu_quant --out "$out" ;;
