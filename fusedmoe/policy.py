@@ -53,10 +53,13 @@ class GroupedConfig:
 @dataclass(frozen=True)
 class RouteDirectConfig:
     """Route-direct path: gate_up.block_n rows of I per program (x2: gate and up), split_k
-    splits of H; down.block_n rows of H per program, looping over the token's routes."""
+    splits of H; down.block_n rows of H per program, looping over the token's routes.
+    fused > 0 (GEMV tiles only): both steps in one launch of fused programs per SM, which
+    take the same work items from a ticket counter (``route_fused_kernel``); 0: two launches."""
 
     gate_up: Tile
     down: Tile
+    fused: int = 0
 
 
 def grouped_block_m(num_routes: int, num_experts: int) -> int:
@@ -183,7 +186,7 @@ def load_table(device_name: str, path: str) -> tuple[dict, ...]:
 def _from_dict(path: str, d: dict) -> GroupedConfig | RouteDirectConfig:
     if path == "grouped":
         return GroupedConfig(d["block_m"], Tile(**d["gate_up"]), Tile(**d["down"]), d.get("group_m", 1))
-    return RouteDirectConfig(Tile(**d["gate_up"]), Tile(**d["down"]))
+    return RouteDirectConfig(Tile(**d["gate_up"]), Tile(**d["down"]), d.get("fused", 0))
 
 
 def legal(path: str, cfg: GroupedConfig | RouteDirectConfig, fmt: str) -> bool:
@@ -202,8 +205,9 @@ def legal(path: str, cfg: GroupedConfig | RouteDirectConfig, fmt: str) -> bool:
     # the tensor-core down runs FP8 weights only, its stacked tile needs >= 16 rows
     dn_ok = not dn.swap_ab or (fmt in FP8_FORMATS and dn.block_n >= 16 and dn.block_k >= 16
                                and (fmt != "fp8_block" or dn.block_k == 128))
+    fused_ok = cfg.fused == 0 or (cfg.fused > 0 and not gu.swap_ab and not dn.swap_ab)
     return (pow2 and (fmt != "fp8_block" or all(t.block_k % 128 == 0 for t in tiles)) and dn.split_k == 1
-            and gu_ok and dn_ok)
+            and gu_ok and dn_ok and fused_ok)
 
 
 # A table entry measured for one format also serves formats that stream the same bytes.
@@ -224,7 +228,7 @@ def tuned_config(path: str, device_name: str, m: int, top_k: int, num_experts: i
             cfg = _from_dict(path, e["config"])
             if fmt == "fp8_block" and path == "route_direct":  # tensor-core tiles: one block scale per K step
                 cfg = RouteDirectConfig(*(dataclasses.replace(t, block_k=128) if t.swap_ab else t
-                                          for t in (cfg.gate_up, cfg.down)))
+                                          for t in (cfg.gate_up, cfg.down)), cfg.fused)
             if legal(path, cfg, fmt):
                 return cfg
     return None

@@ -36,7 +36,8 @@ MAX_REL_L2 = 0.01
 
 
 def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
-    """(field, value) moves of the coordinate descent: 'gate_up'/'down' tiles, 'block_m'."""
+    """(field, value) moves of the coordinate descent: 'gate_up'/'down' tiles, 'block_m',
+    'group_m', route-direct 'fused'."""
     fp8 = fmt in FP8_FORMATS
     if path == "route_direct":
         for bn, bk, split, stages in itertools.product((4, 8, 16), (512, 1024, 2048), (1, 2, 4), (1, 2)):
@@ -49,6 +50,8 @@ def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
         if fp8:  # tensor-core down
             for dn, bk in itertools.product((16, 32), (64, 128)):
                 yield "down", policy.Tile(dn, bk, 4, 3, swap_ab=True)
+        for programs_per_sm in (0, 1, 2, 4):  # one launch (GEMV tiles), or two
+            yield "fused", programs_per_sm
         return
     # Grouped tiles swap A and B exactly when BLOCK_M < 64 (``apply`` sets it): below 64 rows
     # the unswapped tile has no wgmma, above it the swap gains nothing (scripts/compile_check.py).
@@ -71,7 +74,7 @@ def apply(cfg, field: str, value):
         tiles = (value if f == field else getattr(cfg, f) for f in ("gate_up", "down"))
         return policy.GroupedConfig(bm, *(dataclasses.replace(t, swap_ab=bm < 64) for t in tiles),
                                     value if field == "group_m" else cfg.group_m)
-    return policy.RouteDirectConfig(*(value if f == field else getattr(cfg, f) for f in ("gate_up", "down")))
+    return dataclasses.replace(cfg, **{field: value})
 
 
 def descend(start, moves: list[tuple[str, object]], fmt: str, path: str, time_us: Callable[[object], float],

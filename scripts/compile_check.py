@@ -27,8 +27,8 @@ from triton.compiler import ASTSource
 from fusedmoe._epilogue_kernels import _combine_kernel, _quantize_rows_kernel, _swiglu_kernel
 from fusedmoe._plan_kernels import _plan_single_kernel
 from fusedmoe.paths._grouped_kernels import grouped_down_kernel, grouped_gate_up_kernel
-from fusedmoe.paths._route_direct_kernels import (route_down_kernel, route_down_mma_kernel, route_gate_up_kernel,
-                                                  route_gate_up_mma_kernel)
+from fusedmoe.paths._route_direct_kernels import (route_down_kernel, route_down_mma_kernel, route_fused_kernel,
+                                                  route_gate_up_kernel, route_gate_up_mma_kernel)
 
 TARGET = GPUTarget("cuda", 90, 32)
 CUOBJDUMP = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
@@ -100,6 +100,16 @@ CASES = [
     ("plan one program R2048 E512", _plan_single_kernel, dict(ids_ptr="*i32", sorted_ptr="*i32",
      block_expert_ptr="*i32", num_blocks_ptr="*i32", counts_ptr="*i32", off_ptr="*i32"),
      dict(BLOCK_M=16, R_PAD=2048, LOG_R=11, E_BINS=512, FILL=1024), 8, False),
+    ("route_fused fp8_tensor k8 N16/8 K512/256", route_fused_kernel,
+     dict(x_ptr="*bf16", w13_ptr=FP8, w2_ptr=FP8, ids_ptr="*i32", sync_ptr="*i32", shared_ptr="*bf16",
+          out_ptr="*bf16"),
+     dict(TOPK=8, W_SCALE=1, SPLIT_K=1, ACTIVATION=0, HAS_BIAS=False, HAS_SHARED=False, GU_BLOCK_N=16,
+          GU_BLOCK_K=512, GU_PREFETCH=False, DN_BLOCK_N=8, DN_BLOCK_K=256, DN_PREFETCH=False), 8, False),
+    ("route_fused fp8_block k8 split2 prefetch", route_fused_kernel,
+     dict(x_ptr="*bf16", w13_ptr=FP8, w2_ptr=FP8, ids_ptr="*i32", sync_ptr="*i32", shared_ptr="*bf16",
+          out_ptr="*bf16"),
+     dict(TOPK=8, W_SCALE=2, SPLIT_K=2, ACTIVATION=0, HAS_BIAS=False, HAS_SHARED=True, GU_BLOCK_N=8,
+          GU_BLOCK_K=512, GU_PREFETCH=True, DN_BLOCK_N=8, DN_BLOCK_K=128, DN_PREFETCH=True), 8, False),
     ("quantize_rows", _quantize_rows_kernel, dict(a_ptr="*bf16", q_ptr=FP8), dict(BLOCK_R=4, GROUP=128), 4, False),
     ("swiglu_quant gelu", _swiglu_kernel, dict(out_ptr=FP8), dict(QUANT=True, ACTIVATION=1, BLOCK_R=4, GROUP=128), 4,
      False),
@@ -111,7 +121,8 @@ CASES = [
 # Integer arguments that are multiples of 16 at real model shapes: the JIT specialises those
 # (and 16-byte aligned pointers) at run time, which enables vectorised loads; compile alike.
 DIVISIBLE_BY_16 = {"H", "I", "hidden", "stride_x", "stride_we", "stride_wn", "stride_act", "stride_y", "stride_o",
-                   "stride_s", "stride_a", "stride_q", "stride_gu", "cols"}
+                   "stride_s", "stride_a", "stride_q", "stride_gu", "cols", "stride_w13e", "stride_w13n", "stride_w2e",
+                   "stride_w2n"}
 
 
 def compile_case(kernel, ptrs: dict, constexprs: dict, num_warps: int, num_stages: int = 3):

@@ -1,5 +1,6 @@
 """Policy: heuristics, tuned-table lookup and its fallbacks, and the tuner's search loop."""
 
+import dataclasses
 import json
 
 import pytest
@@ -136,3 +137,19 @@ def test_legal_rejects_what_the_kernels_cannot_run():
         assert not policy.legal("route_direct", policy.RouteDirectConfig(bad, down), "bf16")
     fp8_k16 = policy.GroupedConfig(16, policy.Tile(128, 16), policy.Tile(64, 16))
     assert not policy.legal("grouped", fp8_k16, "fp8_tensor") and policy.legal("grouped", fp8_k16, "bf16")
+
+
+def test_one_launch_form_takes_gemv_tiles_only():
+    gemv, down = policy.Tile(16, 512, 8, 1), policy.Tile(16, 128, 4, 1)
+    assert policy.legal("route_direct", policy.RouteDirectConfig(gemv, down, fused=2), "fp8_tensor")
+    mma = policy.Tile(32, 128, 4, 3, swap_ab=True)
+    assert not policy.legal("route_direct", policy.RouteDirectConfig(mma, down, fused=2), "bf16")
+    assert not policy.legal("route_direct", policy.RouteDirectConfig(gemv, policy.Tile(16, 128, 4, 3, swap_ab=True),
+                                                                     fused=2), "fp8_tensor")
+    assert not policy.legal("route_direct", policy.RouteDirectConfig(gemv, down, fused=-1), "bf16")
+
+
+def test_table_entries_without_fused_read_as_two_launches():
+    cfg = policy._from_dict("route_direct", {"gate_up": dataclasses.asdict(policy.Tile(16, 512, 8, 1)),
+                                             "down": dataclasses.asdict(policy.Tile(16, 128, 4, 1))})
+    assert cfg.fused == 0

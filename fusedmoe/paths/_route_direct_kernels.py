@@ -17,6 +17,9 @@ down + combine: one program per (token, tile of BLOCK_N rows of H) loads the row
 token's k experts at once, a [k, BLOCK_N, BLOCK_K] tile, and reduces over K, then over the
 routes with their weights: deterministic, no position map, no atomics.
 
+One launch (``route_fused_kernel``): the same GEMV work items, gate/up then down, taken by a
+persistent grid from a ticket counter; down items wait for a count of finished gate/up items.
+
 Block scales (W_SCALE == 2) need BLOCK_K to be a multiple of 128: products are summed per
 128-column group, scaled, then summed.
 """
@@ -41,12 +44,11 @@ def _row_dot(w, v, scale_ptrs, scale_ok, W_SCALE: tl.constexpr, ROWS: tl.constex
 
 
 @triton.jit
-def _gate_up_program(R, I, H, SPLIT_K: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    """This gate/up program's route r, tile nt of I, split s, its 2*BLOCK_N weight rows
+def _gate_up_program(pid, R, I, H, SPLIT_K: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """Gate/up work item pid's route r, tile nt of I, split s, its 2*BLOCK_N weight rows
     (gate rows then up rows: w_rows, valid n_ok, scale-block rows s_rows) and K range
-    [k_lo, k_hi).  Routes change fastest in the grid, so routes that share an expert read
-    the same tile at the same time (L2)."""
-    pid = tl.program_id(0)
+    [k_lo, k_hi).  Routes change fastest in the item order, so routes that share an expert
+    read the same tile at the same time (L2)."""
     r = pid % R
     rest = pid // R
     nt = rest // SPLIT_K
@@ -83,19 +85,13 @@ def _gate_up_step(v, w, k0, k_hi, offs_g, s_base, n_ok, W_SCALE: tl.constexpr, B
 
 
 @triton.jit
-def route_gate_up_kernel(
-        x_ptr, w_ptr, ws_ptr, b_ptr, ids_ptr, act_ptr,
-        H, I, R, expert_offset, num_local, TOPK, stride_x, stride_we, stride_wn, stride_wse, stride_wsn,
-        W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr,
-        BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PREFETCH: tl.constexpr = False):
-    """SPLIT_K == 1: act[r, n] = act(G_e x_t + b_g)[n] * (U_e x_t + b_u)[n]; else act[s, r, :] =
-    partial [G_e x_t, U_e x_t] over the s-th K range (the bias in split 0).  e = ids[r] -
-    expert_offset, t = r // TOPK; bias b [E, 2I] if HAS_BIAS."""
-    r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi = _gate_up_program(R, I, H, SPLIT_K, BLOCK_N, BLOCK_K)
-    gid = tl.load(ids_ptr + r)
-    if not is_held(gid, expert_offset, num_local):
-        return
-    e = (gid - expert_offset).to(tl.int64)
+def _gate_up_gemv(r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi, e, x_ptr, w_ptr, ws_ptr, b_ptr, act_ptr,
+                  I, R, TOPK, stride_x, stride_we, stride_wn, stride_wse, stride_wsn,
+                  W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr,
+                  BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PREFETCH: tl.constexpr):
+    """The GEMV gate/up work of one item (``_gate_up_program``) whose route is held, on local
+    expert e: its act rows (SwiGLU) or its split's raw partial sums."""
+    e = e.to(tl.int64)
     tok = (r // TOPK).to(tl.int64)
     offs_k = tl.arange(0, BLOCK_K)
     offs_g = tl.arange(0, BLOCK_K // 128) if W_SCALE == 2 else tl.arange(0, 1)
@@ -124,6 +120,24 @@ def route_gate_up_kernel(
     else:
         base = act_ptr + (s.to(tl.int64) * R + r) * (2 * I)
         tl.store(base + w_rows, acc, mask=n_ok)
+
+
+@triton.jit
+def route_gate_up_kernel(
+        x_ptr, w_ptr, ws_ptr, b_ptr, ids_ptr, act_ptr,
+        H, I, R, expert_offset, num_local, TOPK, stride_x, stride_we, stride_wn, stride_wse, stride_wsn,
+        W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr,
+        BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PREFETCH: tl.constexpr = False):
+    """SPLIT_K == 1: act[r, n] = act(G_e x_t + b_g)[n] * (U_e x_t + b_u)[n]; else act[s, r, :] =
+    partial [G_e x_t, U_e x_t] over the s-th K range (the bias in split 0).  e = ids[r] -
+    expert_offset, t = r // TOPK; bias b [E, 2I] if HAS_BIAS."""
+    r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi = _gate_up_program(tl.program_id(0), R, I, H, SPLIT_K, BLOCK_N, BLOCK_K)
+    gid = tl.load(ids_ptr + r)
+    if not is_held(gid, expert_offset, num_local):
+        return
+    _gate_up_gemv(r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi, gid - expert_offset, x_ptr, w_ptr, ws_ptr, b_ptr, act_ptr,
+                  I, R, TOPK, stride_x, stride_we, stride_wn, stride_wse, stride_wsn,
+                  W_SCALE, SPLIT_K, ACTIVATION, HAS_BIAS, BLOCK_N, BLOCK_K, PREFETCH)
 
 
 @triton.jit
@@ -178,7 +192,7 @@ def route_gate_up_mma_kernel(
     per row (``_fp16_rows``), applied back to that step's fp32 partial.  Products are summed
     in fp32.  Block scales need BLOCK_K 128."""
     MATES: tl.constexpr = 16
-    r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi = _gate_up_program(R, I, H, SPLIT_K, BLOCK_N, BLOCK_K)
+    r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi = _gate_up_program(tl.program_id(0), R, I, H, SPLIT_K, BLOCK_N, BLOCK_K)
     gid = tl.load(ids_ptr + r)
     if not is_held(gid, expert_offset, num_local):
         return
@@ -222,18 +236,19 @@ def route_gate_up_mma_kernel(
 
 
 @triton.jit
-def _load_act(act_ptr, r, ok, kk, I, R, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr):
-    """Activation output [KP, BLOCK_K] of routes r [KP] at columns kk, reducing K-split partials."""
+def _load_act(act_ptr, r, ok, kk, I, R, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, CACHE: tl.constexpr):
+    """Activation output [KP, BLOCK_K] of routes r [KP] at columns kk, reducing K-split partials
+    (CACHE ".cg": read from L2, for rows written by other programs of the same launch)."""
     mask = ok[:, None] & (kk < I)[None, :]
     r64 = r.to(tl.int64)[:, None]
     if SPLIT_K == 1:
-        return tl.load(act_ptr + r64 * I + kk[None, :], mask=mask, other=0.0)
+        return tl.load(act_ptr + r64 * I + kk[None, :], mask=mask, other=0.0, cache_modifier=CACHE)
     gate = tl.zeros([r.shape[0], kk.shape[0]], dtype=tl.float32)
     up = tl.zeros([r.shape[0], kk.shape[0]], dtype=tl.float32)
     for s in tl.static_range(SPLIT_K):
         base = act_ptr + (r64 + s * R) * (2 * I) + kk[None, :]
-        gate += tl.load(base, mask=mask, other=0.0)
-        up += tl.load(base + I, mask=mask, other=0.0)
+        gate += tl.load(base, mask=mask, other=0.0, cache_modifier=CACHE)
+        up += tl.load(base + I, mask=mask, other=0.0, cache_modifier=CACHE)
     return glu(gate, up, ACTIVATION)
 
 
@@ -246,12 +261,12 @@ def _down_step_load(w_rows, row_ok, kk, I):
 @triton.jit
 def _down_step(act_ptr, w, r, held, row_ok, k0, offs_k, offs_g, s_base, I, R, KP: tl.constexpr,
                W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, BLOCK_N: tl.constexpr,
-               BLOCK_K: tl.constexpr):
+               BLOCK_K: tl.constexpr, CACHE: tl.constexpr):
     """[KP, BLOCK_N] partial down products of one GEMV step: weights w [KP, BLOCK_N, BLOCK_K]
     (upcast to fp32) against the routes' activation columns k0 + offs_k (block scales from
     s_base [KP, BLOCK_N] + the step's 128-column groups)."""
     kk = k0 + offs_k
-    a = _load_act(act_ptr, r, held, kk, I, R, SPLIT_K, ACTIVATION)
+    a = _load_act(act_ptr, r, held, kk, I, R, SPLIT_K, ACTIVATION, CACHE)
     w = tl.reshape(w.to(tl.float32), (KP * BLOCK_N, BLOCK_K))
     v = tl.reshape(tl.broadcast_to(a[:, None, :], (KP, BLOCK_N, BLOCK_K)), (KP * BLOCK_N, BLOCK_K))
     g = k0 // 128 + offs_g
@@ -298,8 +313,19 @@ def route_down_kernel(
         PREFETCH: tl.constexpr = False):
     """out[t, n] = sum_j w[t,j] * (W2_e act_r + b_e)[n] (+ shared[t, n]), r = t*TOPK + j, over held
     routes; bias b [E, H] if HAS_BIAS."""
+    _down_gemv(tl.program_id(0), act_ptr, w_ptr, ws_ptr, b_ptr, ids_ptr, tw_ptr, shared_ptr, out_ptr,
+               H, I, R, expert_offset, num_local, stride_we, stride_wn, stride_wse, stride_wsn, stride_s, stride_o,
+               TOPK, W_SCALE, SPLIT_K, HAS_SHARED, ACTIVATION, HAS_BIAS, BLOCK_N, BLOCK_K, PREFETCH, "")
+
+
+@triton.jit
+def _down_gemv(pid, act_ptr, w_ptr, ws_ptr, b_ptr, ids_ptr, tw_ptr, shared_ptr, out_ptr,
+               H, I, R, expert_offset, num_local, stride_we, stride_wn, stride_wse, stride_wsn, stride_s, stride_o,
+               TOPK: tl.constexpr, W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, HAS_SHARED: tl.constexpr,
+               ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+               PREFETCH: tl.constexpr, CACHE: tl.constexpr):
+    """Down work item pid of route_down_kernel: token t = pid % M, rows n of its tile of H."""
     KP: tl.constexpr = triton.next_power_of_2(TOPK)
-    pid = tl.program_id(0)
     t = pid % (R // TOPK)  # token-fastest, as in gate/up: shared experts' tiles meet in L2
     n = (pid // (R // TOPK)) * BLOCK_N + tl.arange(0, BLOCK_N)
     n_ok = n < H
@@ -316,12 +342,12 @@ def route_down_kernel(
             w = w_next
             w_next = _down_step_load(w_ptr + w_rows, row_ok, k0 + BLOCK_K + offs_k, I)
             acc += _down_step(act_ptr, w, r, held, row_ok, k0, offs_k, offs_g, s_base, I, R,
-                              KP, W_SCALE, SPLIT_K, ACTIVATION, BLOCK_N, BLOCK_K)
+                              KP, W_SCALE, SPLIT_K, ACTIVATION, BLOCK_N, BLOCK_K, CACHE)
     else:
         for k0 in range(0, I, BLOCK_K):
             w = _down_step_load(w_ptr + w_rows, row_ok, k0 + offs_k, I)
             acc += _down_step(act_ptr, w, r, held, row_ok, k0, offs_k, offs_g, s_base, I, R,
-                              KP, W_SCALE, SPLIT_K, ACTIVATION, BLOCK_N, BLOCK_K)
+                              KP, W_SCALE, SPLIT_K, ACTIVATION, BLOCK_N, BLOCK_K, CACHE)
     _combine_token(acc, r, held, e, t, n, n_ok, ws_ptr, b_ptr, tw_ptr, shared_ptr, out_ptr, H, stride_s, stride_o,
                    W_SCALE, HAS_BIAS, HAS_SHARED)
 
@@ -357,7 +383,7 @@ def route_down_mma_kernel(
     acc = tl.zeros([KP * BLOCK_N, NC], dtype=tl.float32)
     for k0 in range(0, I, BLOCK_K):
         kk = k0 + offs_k
-        a16, sa = _fp16_rows(_load_act(act_ptr, r_c, held_c, kk, I, R, SPLIT_K, ACTIVATION))
+        a16, sa = _fp16_rows(_load_act(act_ptr, r_c, held_c, kk, I, R, SPLIT_K, ACTIVATION, ""))
         w = tl.load(w_rows + kk[None, :], mask=row_ok[:, None] & (kk < I)[None, :], other=0.0).to(tl.float16)
         part = tl.dot(w, tl.trans(a16)) * sa[None, :]
         if W_SCALE == 2:
@@ -371,3 +397,50 @@ def route_down_mma_kernel(
     n = n0 + tl.arange(0, BLOCK_N)
     _combine_token(y, r, held, e, t, n, n < H, ws_ptr, b_ptr, tw_ptr, shared_ptr, out_ptr, H, stride_s, stride_o,
                    W_SCALE, HAS_BIAS, HAS_SHARED)
+
+
+@triton.jit
+def route_fused_kernel(
+        x_ptr, w13_ptr, w13s_ptr, b13_ptr, ids_ptr, act_ptr, w2_ptr, w2s_ptr, b2_ptr, tw_ptr, shared_ptr, out_ptr,
+        sync_ptr, H, I, R, expert_offset, num_local, num_gate_up, num_items,
+        stride_x, stride_w13e, stride_w13n, stride_w13se, stride_w13sn,
+        stride_w2e, stride_w2n, stride_w2se, stride_w2sn, stride_s, stride_o,
+        TOPK: tl.constexpr, W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr,
+        HAS_BIAS: tl.constexpr, HAS_SHARED: tl.constexpr,
+        GU_BLOCK_N: tl.constexpr, GU_BLOCK_K: tl.constexpr, GU_PREFETCH: tl.constexpr,
+        DN_BLOCK_N: tl.constexpr, DN_BLOCK_K: tl.constexpr, DN_PREFETCH: tl.constexpr):
+    """Both GEMV steps in one launch: a persistent grid takes work items from a ticket counter,
+    first the num_gate_up gate/up items (route_gate_up_kernel's programs), then the down items
+    (route_down_kernel's).  A down item starts once every gate/up item has signalled that its
+    act rows are written.  Tickets go out in order, so every gate/up item is held by a running
+    program, which never waits: no deadlock at any grid size.  Same sums in the same order as
+    the two launches: the output is bitwise theirs.
+
+    sync [3] int32, zero on entry: next ticket, gate/up items done, programs finished; the last
+    program to finish zeroes it again for the next launch (graph replays included).  Calls that
+    may overlap (two streams) need separate sync buffers."""
+    item = tl.atomic_add(sync_ptr, 1)
+    while item < num_items:
+        if item < num_gate_up:
+            r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi = _gate_up_program(item, R, I, H, SPLIT_K, GU_BLOCK_N,
+                                                                          GU_BLOCK_K)
+            gid = tl.load(ids_ptr + r)
+            if is_held(gid, expert_offset, num_local):
+                _gate_up_gemv(r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi, gid - expert_offset, x_ptr, w13_ptr,
+                              w13s_ptr, b13_ptr, act_ptr, I, R, TOPK, stride_x, stride_w13e, stride_w13n,
+                              stride_w13se, stride_w13sn, W_SCALE, SPLIT_K, ACTIVATION, HAS_BIAS,
+                              GU_BLOCK_N, GU_BLOCK_K, GU_PREFETCH)
+            tl.debug_barrier()  # every thread's act stores precede the release below
+            tl.atomic_add(sync_ptr + 1, 1, sem="release")
+        else:
+            done = tl.atomic_add(sync_ptr + 1, 0, sem="acquire")
+            while done < num_gate_up:
+                done = tl.atomic_add(sync_ptr + 1, 0, sem="acquire")
+            tl.debug_barrier()
+            _down_gemv(item - num_gate_up, act_ptr, w2_ptr, w2s_ptr, b2_ptr, ids_ptr, tw_ptr, shared_ptr, out_ptr,
+                       H, I, R, expert_offset, num_local, stride_w2e, stride_w2n, stride_w2se, stride_w2sn,
+                       stride_s, stride_o, TOPK, W_SCALE, SPLIT_K, HAS_SHARED, ACTIVATION, HAS_BIAS,
+                       DN_BLOCK_N, DN_BLOCK_K, DN_PREFETCH, ".cg")
+        item = tl.atomic_add(sync_ptr, 1)
+    if tl.atomic_add(sync_ptr + 2, 1) == tl.num_programs(0) - 1:
+        tl.store(sync_ptr + tl.arange(0, 4), tl.zeros([4], dtype=tl.int32), mask=tl.arange(0, 4) < 3)

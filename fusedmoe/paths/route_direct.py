@@ -1,7 +1,8 @@
 """Route-direct path (seeds 000, 004): for decode, where routes are few and rarely share an
 expert.  Two launches, no plan: gate/up GEMV per route (+ K split), then down + combine per
-token.  Activations are not quantised in any format ("w8a16" for FP8: weights upcast in
-registers), which the reference replays with ``quantize_activations=False``.
+token; or, with ``config.fused``, both in one launch of a persistent grid.  Activations are
+not quantised in any format ("w8a16" for FP8: weights upcast in registers), which the
+reference replays with ``quantize_activations=False``.
 """
 
 from __future__ import annotations
@@ -10,13 +11,33 @@ import torch
 
 from ..epilogue import ACTIVATIONS
 from ..policy import RouteDirectConfig
-from .._runtime import cdiv
+from .._runtime import cdiv, num_sms
 from ..weights import ExpertWeights
 from ._common import optional_ptr, scale_args
-from ._route_direct_kernels import (route_down_kernel, route_down_mma_kernel, route_gate_up_kernel,
-                                    route_gate_up_mma_kernel)
+from ._route_direct_kernels import (route_down_kernel, route_down_mma_kernel, route_fused_kernel,
+                                    route_gate_up_kernel, route_gate_up_mma_kernel)
 
-KERNEL_LAUNCHES = 2  # gate/up, down + combine
+KERNEL_LAUNCHES = 2  # gate/up, down + combine (1 with config.fused)
+
+# Ticket counters of the one-launch form, one zeroed buffer per (device, stream): the kernel
+# leaves it zeroed, so it is allocated once (a graph captured on a stream keeps its buffer).
+_SYNC: dict[tuple, torch.Tensor] = {}
+
+
+def _sync_buffer(device: torch.device) -> torch.Tensor:
+    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
+    key = (device.type, device.index, stream)
+    buf = _SYNC.get(key)
+    if buf is None:
+        buf = _SYNC[key] = torch.zeros(4, dtype=torch.int32, device=device)
+    return buf
+
+
+def kernel_launches(config: RouteDirectConfig) -> int:
+    """Launches of one route-direct call with ``config``."""
+    return 1 if config.fused else KERNEL_LAUNCHES
+
+
 QUANTIZES_ACTIVATIONS = {"bf16": False, "fp16": False, "fp8_tensor": False, "fp8_block": False}
 
 
@@ -30,6 +51,9 @@ def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torc
     gu, dn = config.gate_up, config.down
     split = gu.split_k
     act = torch.empty((r * inter) if split == 1 else (split * r * 2 * inter), dtype=torch.float32, device=x.device)
+    if config.fused:
+        _fused(x, weights, topk_weights, topk_ids, act, out, shared_output, expert_offset, config, activation)
+        return out
     ws, se, sn, mode = scale_args(weights, weights.w13_scale, x)
     gate_up, gu_extra = ((route_gate_up_mma_kernel, {}) if gu.swap_ab
                          else (route_gate_up_kernel, dict(PREFETCH=gu.num_stages >= 2)))
@@ -50,3 +74,28 @@ def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torc
         ACTIVATION=ACTIVATIONS[activation], HAS_BIAS=weights.w2_bias is not None,
         BLOCK_N=dn.block_n, BLOCK_K=dn.block_k, **dn_extra, num_warps=dn.num_warps, num_stages=dn.num_stages)
     return out
+
+
+def _fused(x, weights, topk_weights, topk_ids, act, out, shared_output, expert_offset, config, activation):
+    """Both GEMV steps in one launch of ``config.fused`` programs per SM (``route_fused_kernel``)."""
+    m, k = topk_ids.shape
+    r = m * k
+    hidden, inter = weights.hidden_size, weights.intermediate_size
+    gu, dn = config.gate_up, config.down
+    num_gate_up = r * cdiv(inter, gu.block_n) * gu.split_k
+    num_items = num_gate_up + m * cdiv(hidden, dn.block_n)
+    w13s, se13, sn13, mode = scale_args(weights, weights.w13_scale, x)
+    w2s, se2, sn2, _ = scale_args(weights, weights.w2_scale, x)
+    grid = (min(num_items, config.fused * num_sms(x.device)),)
+    route_fused_kernel[grid](
+        x, weights.w13, w13s, optional_ptr(weights.w13_bias, x), topk_ids, act, weights.w2, w2s,
+        optional_ptr(weights.w2_bias, x), topk_weights, optional_ptr(shared_output, out), out, _sync_buffer(x.device),
+        hidden, inter, r, expert_offset, weights.num_experts, num_gate_up, num_items,
+        x.stride(0), weights.w13.stride(0), weights.w13.stride(1), se13, sn13,
+        weights.w2.stride(0), weights.w2.stride(1), se2, sn2,
+        shared_output.stride(0) if shared_output is not None else 0, out.stride(0),
+        TOPK=k, W_SCALE=mode, SPLIT_K=gu.split_k, ACTIVATION=ACTIVATIONS[activation],
+        HAS_BIAS=weights.w13_bias is not None, HAS_SHARED=shared_output is not None,
+        GU_BLOCK_N=gu.block_n, GU_BLOCK_K=gu.block_k, GU_PREFETCH=gu.num_stages >= 2,
+        DN_BLOCK_N=dn.block_n, DN_BLOCK_K=dn.block_k, DN_PREFETCH=dn.num_stages >= 2,
+        num_warps=max(gu.num_warps, dn.num_warps), num_stages=1)
