@@ -33,7 +33,8 @@ Buffer sizes depend only on (R, E_local, block_m, no_permute), never on the ids:
 ``block_expert`` and zeros elsewhere.
 
 Launches per call (``plan_launches``): blocked, R <= 2048 and E_local <= 2048: ONE kernel
-(one graph node; the -1 fill happens inside it).  Blocked beyond: three kernels (count
+(one graph node; the -1 fill happens inside it): up to 64 routes it compares ids instead of
+sorting them (no histogram either), beyond that it sorts.  Blocked beyond: three kernels (count
 per chunk of 2048 routes, scan per expert tile, sort+scatter per chunk).  No-permute: one
 kernel.  R == 0: no kernel, two zero-fills (num_blocks, expert_counts).  Plain CPU tensors
 without ``TRITON_INTERPRET=1``: the torch reference, no kernel.
@@ -44,8 +45,11 @@ one program R/E_local = 8/256: 1.9 us, 64/256: 2.2 us, 512/256: 4.6 us (5.5 at b
 64k/256: 31 us, 256k/1024 (block_m 64): 43 us.  Eager (host-bound) calls took 40-100 us.
 What costs: a 2048-key bitonic sort in one CTA takes ~14 us (``tl.sort`` ~15 us) and
 ``tl.histogram`` with 2048 bins ~10 us (512 bins ~2 us); both grow with the one-program
-path's R and E_local.  Smaller parallel chunks (256-512 routes, shorter sorts) are the first
-thing to try for R >= 1024; not yet measured.
+path's R and E_local.  Re-measured 2026-11-30 (third session): 3.0 / 3.3 / 5.3 / 26.3 us at
+8 / 64 / 512 / 2048 routes x 512 experts.  A sort-free rank (comparisons per chunk, a count
+table scanned in memory) took 6-47 us and was dropped.  The compare kernel for <= 64 routes
+and smaller parallel chunks (``python -m fusedmoe.bench.plan --path parallel --chunk 256``)
+are not measured yet.
 """
 
 from __future__ import annotations
@@ -237,11 +241,18 @@ def _build(
                 raise ValueError(f"path: 'single' needs R <= 2048 and E_local <= 2048, got {num_routes}, {num_local}")
             r_pad = max(K.next_pow2(num_routes), 16)
             off = _empty(num_local, device)
-            K._plan_single_kernel[(1,)](
-                *common, sorted_routes, padded, block_expert, blocks, num_blocks, counts, off,
-                BLOCK_M=block_m, R_PAD=r_pad, LOG_R=r_pad.bit_length() - 1, E_BINS=max(K.next_pow2(num_local), 16), FILL=FILL,
-                num_warps=8 if r_pad >= 1024 else 4,
-            )
+            if num_routes <= K.SMALL_MAX_ROUTES:
+                K._plan_small_kernel[(1,)](
+                    *common, sorted_routes, padded, block_expert, blocks, num_blocks, counts, off,
+                    BLOCK_M=block_m, R_PAD=r_pad, E_TILE=max(16, min(K.next_pow2(num_local), 4096 // r_pad)),
+                    FILL=FILL, num_warps=4,
+                )
+            else:
+                K._plan_single_kernel[(1,)](
+                    *common, sorted_routes, padded, block_expert, blocks, num_blocks, counts, off,
+                    BLOCK_M=block_m, R_PAD=r_pad, LOG_R=r_pad.bit_length() - 1,
+                    E_BINS=max(K.next_pow2(num_local), 16), FILL=FILL, num_warps=8 if r_pad >= 1024 else 4,
+                )
         elif path == "parallel":
             _launch_parallel(K, common, num_routes, num_local, block_m, padded, blocks,
                              sorted_routes, block_expert, num_blocks, counts, chunk, e_tile)

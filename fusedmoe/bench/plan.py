@@ -1,7 +1,7 @@
 """Route-plan time against the issue-4 target (one program, <= 3 us for R <= 2048, E <= 512).
 
     python -m fusedmoe.bench.plan [--routes 8,64,512,2048] [--experts 8,64,256,512] [--top-k 8]
-                                  [--block-m 16] [--out DIR]
+                                  [--block-m 16] [--path auto|single|parallel] [--chunk 2048] [--out DIR]
 
 For each (routes R, experts E): top-k ids of R / k tokens drawn uniformly (distinct per
 token), the plan checked equal to ``plan.reference_plan``, then timed in a CUDA graph (50
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from ..plan import build_plan, plan_launches, reference_plan
+from ..plan import PAR_CHUNK, _build, plan_launches, reference_plan
 from .harness import graph_us
 
 TARGET_US = 3.0
@@ -29,19 +29,22 @@ def _ids(routes: int, experts: int, top_k: int) -> torch.Tensor:
     return torch.rand(m, experts, device="cuda").argsort(dim=1)[:, :k].to(torch.int32).contiguous()
 
 
-def run(routes: list[int], experts: list[int], top_k: int, block_m: int) -> list[dict]:
+def run(routes: list[int], experts: list[int], top_k: int, block_m: int, path: str = "auto",
+        chunk: int = PAR_CHUNK) -> list[dict]:
     rows = []
     for e in experts:
         for r in routes:
             ids = _ids(r, e, top_k)
-            got, ref = build_plan(ids, e, block_m), reference_plan(ids, e, block_m)
+            build = lambda: _build(ids, e, block_m, path=path, chunk=chunk)  # noqa: E731
+            got, ref = build(), reference_plan(ids, e, block_m)
             n = int(ref.num_blocks.item()) * block_m
             equal = (torch.equal(got.num_blocks, ref.num_blocks) and torch.equal(got.expert_counts, ref.expert_counts)
                      and torch.equal(got.sorted_routes[:n], ref.sorted_routes[:n])
                      and torch.equal(got.block_expert[: n // block_m], ref.block_expert[: n // block_m]))
-            us = graph_us(lambda: build_plan(ids, e, block_m))
-            rows.append(dict(routes=ids.numel(), experts=e, block_m=block_m, launches=plan_launches(ids.numel(), e),
-                             us=us, equal=equal))
+            us = graph_us(build)
+            launches = 3 if path == "parallel" else plan_launches(ids.numel(), e)
+            rows.append(dict(routes=ids.numel(), experts=e, block_m=block_m, path=path, chunk=chunk,
+                             launches=launches, us=us, equal=equal))
             print(f"R={ids.numel():6d} E={e:5d}: {us:6.2f} us, {rows[-1]['launches']} launch(es), "
                   f"equal to the reference: {equal}", flush=True)
     return rows
@@ -53,13 +56,15 @@ def main(argv=None) -> int:
     ap.add_argument("--experts", default="8,64,256,512")
     ap.add_argument("--top-k", type=int, default=8)
     ap.add_argument("--block-m", type=int, default=16)
+    ap.add_argument("--path", default="auto", choices=("auto", "single", "parallel"))
+    ap.add_argument("--chunk", type=int, default=PAR_CHUNK, help="routes per program of the parallel path")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("plan bench: needs a CUDA GPU")
         return 2
     rows = run([int(v) for v in args.routes.split(",")], [int(v) for v in args.experts.split(",")],
-               args.top_k, args.block_m)
+               args.top_k, args.block_m, args.path, args.chunk)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         meta = dict(device=torch.cuda.get_device_name(), torch=torch.__version__,
