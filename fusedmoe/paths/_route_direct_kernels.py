@@ -315,16 +315,19 @@ def route_down_kernel(
     routes; bias b [E, H] if HAS_BIAS."""
     _down_gemv(tl.program_id(0), act_ptr, w_ptr, ws_ptr, b_ptr, ids_ptr, tw_ptr, shared_ptr, out_ptr,
                H, I, R, expert_offset, num_local, stride_we, stride_wn, stride_wse, stride_wsn, stride_s, stride_o,
-               TOPK, W_SCALE, SPLIT_K, HAS_SHARED, ACTIVATION, HAS_BIAS, BLOCK_N, BLOCK_K, PREFETCH, "")
+               ids_ptr, 0, TOPK, W_SCALE, SPLIT_K, HAS_SHARED, ACTIVATION, HAS_BIAS, BLOCK_N, BLOCK_K, PREFETCH, False)
 
 
 @triton.jit
 def _down_gemv(pid, act_ptr, w_ptr, ws_ptr, b_ptr, ids_ptr, tw_ptr, shared_ptr, out_ptr,
                H, I, R, expert_offset, num_local, stride_we, stride_wn, stride_wse, stride_wsn, stride_s, stride_o,
+               sync_ptr, num_gate_up,
                TOPK: tl.constexpr, W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, HAS_SHARED: tl.constexpr,
                ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-               PREFETCH: tl.constexpr, CACHE: tl.constexpr):
-    """Down work item pid of route_down_kernel: token t = pid % M, rows n of its tile of H."""
+               PREFETCH: tl.constexpr, WAIT: tl.constexpr):
+    """Down work item pid of route_down_kernel: token t = pid % M, rows n of its tile of H.
+    WAIT (one launch): read act only after every gate/up item is done (``_wait_for_gate_up``;
+    with PREFETCH the first weight tile is already loading), from L2."""
     KP: tl.constexpr = triton.next_power_of_2(TOPK)
     t = pid % (R // TOPK)  # token-fastest, as in gate/up: shared experts' tiles meet in L2
     n = (pid // (R // TOPK)) * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -336,14 +339,19 @@ def _down_gemv(pid, act_ptr, w_ptr, ws_ptr, b_ptr, ids_ptr, tw_ptr, shared_ptr, 
     offs_g = tl.arange(0, BLOCK_K // 128) if W_SCALE == 2 else tl.arange(0, 1)
     s_base = ws_ptr + e[:, None] * stride_wse + (n // 128)[None, :] * stride_wsn
     acc = tl.zeros([KP, BLOCK_N], dtype=tl.float32)
+    CACHE: tl.constexpr = ".cg" if WAIT else ""  # act rows written by other programs of this launch
     if PREFETCH:  # the next step's weights load while this step reduces (as in gate/up)
         w_next = _down_step_load(w_ptr + w_rows, row_ok, offs_k, I)
+        if WAIT:
+            _wait_for_gate_up(sync_ptr, num_gate_up)
         for k0 in range(0, I, BLOCK_K):
             w = w_next
             w_next = _down_step_load(w_ptr + w_rows, row_ok, k0 + BLOCK_K + offs_k, I)
             acc += _down_step(act_ptr, w, r, held, row_ok, k0, offs_k, offs_g, s_base, I, R,
                               KP, W_SCALE, SPLIT_K, ACTIVATION, BLOCK_N, BLOCK_K, CACHE)
     else:
+        if WAIT:
+            _wait_for_gate_up(sync_ptr, num_gate_up)
         for k0 in range(0, I, BLOCK_K):
             w = _down_step_load(w_ptr + w_rows, row_ok, k0 + offs_k, I)
             acc += _down_step(act_ptr, w, r, held, row_ok, k0, offs_k, offs_g, s_base, I, R,
@@ -400,6 +408,15 @@ def route_down_mma_kernel(
 
 
 @triton.jit
+def _wait_for_gate_up(sync_ptr, num_gate_up):
+    """Spin until sync[1] (gate/up items done) reaches num_gate_up; acquire, then a CTA barrier."""
+    done = tl.atomic_add(sync_ptr + 1, 0, sem="acquire")
+    while done < num_gate_up:
+        done = tl.atomic_add(sync_ptr + 1, 0, sem="acquire")
+    tl.debug_barrier()
+
+
+@triton.jit
 def route_fused_kernel(
         x_ptr, w13_ptr, w13s_ptr, b13_ptr, ids_ptr, act_ptr, w2_ptr, w2s_ptr, b2_ptr, tw_ptr, shared_ptr, out_ptr,
         sync_ptr, H, I, R, expert_offset, num_local, num_gate_up, num_items,
@@ -411,8 +428,8 @@ def route_fused_kernel(
         DN_BLOCK_N: tl.constexpr, DN_BLOCK_K: tl.constexpr, DN_PREFETCH: tl.constexpr):
     """Both GEMV steps in one launch: a persistent grid takes work items from a ticket counter,
     first the num_gate_up gate/up items (route_gate_up_kernel's programs), then the down items
-    (route_down_kernel's).  A down item starts once every gate/up item has signalled that its
-    act rows are written.  Tickets go out in order, so every gate/up item is held by a running
+    (route_down_kernel's).  A down item reads act once every gate/up item has signalled that
+    its act rows are written (with DN_PREFETCH its first weight tile loads while it waits).  Tickets go out in order, so every gate/up item is held by a running
     program, which never waits: no deadlock at any grid size.  Same sums in the same order as
     the two launches: the output is bitwise theirs.
 
@@ -433,14 +450,10 @@ def route_fused_kernel(
             tl.debug_barrier()  # every thread's act stores precede the release below
             tl.atomic_add(sync_ptr + 1, 1, sem="release")
         else:
-            done = tl.atomic_add(sync_ptr + 1, 0, sem="acquire")
-            while done < num_gate_up:
-                done = tl.atomic_add(sync_ptr + 1, 0, sem="acquire")
-            tl.debug_barrier()
             _down_gemv(item - num_gate_up, act_ptr, w2_ptr, w2s_ptr, b2_ptr, ids_ptr, tw_ptr, shared_ptr, out_ptr,
                        H, I, R, expert_offset, num_local, stride_w2e, stride_w2n, stride_w2se, stride_w2sn,
-                       stride_s, stride_o, TOPK, W_SCALE, SPLIT_K, HAS_SHARED, ACTIVATION, HAS_BIAS,
-                       DN_BLOCK_N, DN_BLOCK_K, DN_PREFETCH, ".cg")
+                       stride_s, stride_o, sync_ptr, num_gate_up, TOPK, W_SCALE, SPLIT_K, HAS_SHARED, ACTIVATION,
+                       HAS_BIAS, DN_BLOCK_N, DN_BLOCK_K, DN_PREFETCH, True)
         item = tl.atomic_add(sync_ptr, 1)
     if tl.atomic_add(sync_ptr + 2, 1) == tl.num_programs(0) - 1:
         tl.store(sync_ptr + tl.arange(0, 4), tl.zeros([4], dtype=tl.int32), mask=tl.arange(0, 4) < 3)
