@@ -33,9 +33,10 @@ Buffer sizes depend only on (R, E_local, block_m, no_permute), never on the ids:
 ``block_expert`` and zeros elsewhere.
 
 Launches per call (``plan_launches``): blocked, R <= 2048 and E_local <= 2048: ONE kernel
-(one graph node; the -1 fill happens inside it): up to 64 routes it compares ids instead of
-sorting them (no histogram either), beyond that it sorts.  Blocked beyond: three kernels (count
-per chunk of 2048 routes, scan per expert tile, sort+scatter per chunk).  No-permute: one
+(one graph node; the -1 fill happens inside it).  A compare kernel for up to 64 routes (no
+sort, no histogram: ``path="small"``) waits for its GPU measurement before "auto" uses it.
+Blocked beyond: three kernels (count per chunk of 2048 routes, scan per expert tile,
+sort+scatter per chunk).  No-permute: one
 kernel.  R == 0: no kernel, two zero-fills (num_blocks, expert_counts).  Plain CPU tensors
 without ``TRITON_INTERPRET=1``: the torch reference, no kernel.
 
@@ -81,6 +82,9 @@ PAR_E_TILE = 2048
 SCAN_TILE = 4096
 SCAN_MAX_CHUNKS = 256
 FILL = 1024
+# "auto" takes the compare kernel (no sort) up to this many routes.  0 until it is measured
+# on the GPU (written for <= 64 routes: _plan_kernels.SMALL_MAX_ROUTES); path="small" forces it.
+AUTO_SMALL_MAX_ROUTES = 0
 
 
 @dataclass(frozen=True)
@@ -201,7 +205,7 @@ def _build(
     topk_ids, num_experts, block_m, *, expert_offset=0, num_local_experts=None, no_permute=False,
     path="auto", chunk=PAR_CHUNK, e_tile=PAR_E_TILE,
 ) -> RoutePlan:
-    """build_plan with the blocked path forceable ("single" | "parallel") and the
+    """build_plan with the blocked path forceable ("small" | "single" | "parallel") and the
     parallel tiles (``chunk``, ``e_tile``: powers of two) settable, for tests."""
     num_routes, num_local, padded, blocks = _check_args(
         topk_ids, num_experts, block_m, expert_offset, num_local_experts, no_permute
@@ -235,29 +239,34 @@ def _build(
         )
     else:
         if path == "auto":
-            path = "single" if _single_program(num_routes, num_local) else "parallel"
+            path = ("small" if num_routes <= AUTO_SMALL_MAX_ROUTES and num_local <= 2048
+                    else "single" if _single_program(num_routes, num_local) else "parallel")
         if path == "single":
             if not _single_program(num_routes, num_local):
                 raise ValueError(f"path: 'single' needs R <= 2048 and E_local <= 2048, got {num_routes}, {num_local}")
             r_pad = max(K.next_pow2(num_routes), 16)
             off = _empty(num_local, device)
-            if num_routes <= K.SMALL_MAX_ROUTES:
-                K._plan_small_kernel[(1,)](
-                    *common, sorted_routes, padded, block_expert, blocks, num_blocks, counts, off,
-                    BLOCK_M=block_m, R_PAD=r_pad, E_TILE=max(16, min(K.next_pow2(num_local), 4096 // r_pad)),
-                    FILL=FILL, num_warps=4,
-                )
-            else:
-                K._plan_single_kernel[(1,)](
-                    *common, sorted_routes, padded, block_expert, blocks, num_blocks, counts, off,
-                    BLOCK_M=block_m, R_PAD=r_pad, LOG_R=r_pad.bit_length() - 1,
-                    E_BINS=max(K.next_pow2(num_local), 16), FILL=FILL, num_warps=8 if r_pad >= 1024 else 4,
-                )
+            K._plan_single_kernel[(1,)](
+                *common, sorted_routes, padded, block_expert, blocks, num_blocks, counts, off,
+                BLOCK_M=block_m, R_PAD=r_pad, LOG_R=r_pad.bit_length() - 1,
+                E_BINS=max(K.next_pow2(num_local), 16), FILL=FILL, num_warps=8 if r_pad >= 1024 else 4,
+            )
+        elif path == "small":
+            if num_routes > K.SMALL_MAX_ROUTES or num_local > K.SINGLE_MAX_EXPERTS:
+                raise ValueError(f"path: 'small' needs R <= {K.SMALL_MAX_ROUTES} and E_local <= 2048, "
+                                 f"got {num_routes}, {num_local}")
+            r_pad = max(K.next_pow2(num_routes), 16)
+            start = _empty(num_local, device)
+            K._plan_small_kernel[(1,)](
+                *common, sorted_routes, padded, block_expert, blocks, num_blocks, counts, start,
+                BLOCK_M=block_m, R_PAD=r_pad, E_TILE=max(16, min(K.next_pow2(num_local), 4096 // r_pad)),
+                FILL=FILL, num_warps=4,
+            )
         elif path == "parallel":
             _launch_parallel(K, common, num_routes, num_local, block_m, padded, blocks,
                              sorted_routes, block_expert, num_blocks, counts, chunk, e_tile)
         else:
-            raise ValueError(f"path: expected 'auto', 'single' or 'parallel', got {path!r}")
+            raise ValueError(f"path: expected 'auto', 'small', 'single' or 'parallel', got {path!r}")
     return RoutePlan(block_m, num_local, sorted_routes, block_expert, num_blocks, counts, no_permute)
 
 

@@ -10,7 +10,8 @@
 #   memcheck  compute-sanitizer memcheck on small ragged cases, every path and format
 #   swiglu    fused SwiGLU + FP8 quantisation against the separate kernels
 #   plan      route-plan time over routes x experts (target <= 3 us up to 2048 x 512)
-#   planpar   the three-launch plan at 512 and 2048 routes, 256-1024 routes per program
+#   planpar   the compare plan (<= 64 routes) and the three-launch plan at 512 and 2048 routes,
+#             256-1024 routes per program
 #   decode    fusedmoe bench, M 1..16, auto and both paths forced
 #   grouped   fusedmoe bench, M 32..8192 (GROUPED_TOKENS, GROUPED_FORMATS), auto, grouped and torch_grouped_mm
 #   presets   fusedmoe bench of the presets beyond PEERS (auto only, M 1..8192; issue 3's full table)
@@ -47,7 +48,8 @@ for step in $steps; do
                 --error-exitcode 9 python -m fusedmoe check sanitize ;;
     swiglu)   run swiglu python -m fusedmoe.bench.swiglu_quant --out "$out" ;;
     plan)     run plan python -m fusedmoe.bench.plan --out "$out" ;;
-    planpar)  for c in 256 512 1024; do
+    planpar)  run plan_small python -m fusedmoe.bench.plan --routes 8,64 --path small
+              for c in 256 512 1024; do
                 run "plan_parallel_$c" python -m fusedmoe.bench.plan --routes 512,2048 --experts 64,512 --path parallel --chunk $c
               done ;;
     tune)     mkdir -p "$out/configs" && cp -r fusedmoe/configs/NVIDIA_H200 "$out/configs/"

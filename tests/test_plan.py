@@ -145,6 +145,21 @@ def test_plan_launches():
 # the grid of shapes (one-program path and no-permute path, auto-chosen)
 
 
+@pytest.mark.parametrize("m,k", [(1, 1), (1, 8), (3, 7), (8, 8), (16, 4)])
+@pytest.mark.parametrize("e", [1, 5, 256, 2048])
+@pytest.mark.parametrize("block_m", [1, 16, 64])
+def test_small_compare_kernel(m, k, e, block_m):
+    # The no-sort kernel (<= 64 routes): the same plan as the reference, duplicate ids and -1
+    # included, with experts beyond one expert tile (2048), and an expert-parallel window.
+    ids = _ids(m, k, e, drop=0.2)
+    if m * k > 1:
+        ids.view(-1)[1] = ids.view(-1)[0]  # a token may repeat an expert
+    _check(ids, e, block_m, path="small")
+    _check(ids, e, block_m, path="small", expert_offset=e // 3, num_local_experts=max(1, e // 2))
+    with pytest.raises(ValueError, match="path"):
+        plan_mod._build(torch.zeros(65, 1, dtype=torch.int32), e, block_m, path="small")
+
+
 @pytest.mark.parametrize("m", [0, 1, 3, 17, 64])  # empty, decode, odd, > one block, prefill-ish
 @pytest.mark.parametrize("e", [1, 4, 33, 256])  # single expert, few, odd (not a power of two), DeepSeek-size
 @pytest.mark.parametrize("top_k", [1, 2, 4, 8])
@@ -418,7 +433,7 @@ def test_bad_size_arguments():
     local_frac=st.none() | st.floats(0, 1),
     drop=st.sampled_from([0.0, 0.1, 0.5, 1.0]),
     int64=st.booleans(),
-    mode=st.sampled_from(["single", "parallel", "no_permute"]),
+    mode=st.sampled_from(["small", "single", "parallel", "no_permute"]),
     log_chunk=st.integers(4, 6),
     seed=st.integers(0, 2**31 - 1),
 )
@@ -428,6 +443,8 @@ def test_property(m, k, e, log_bm, offset_frac, local_frac, drop, int64, mode, l
     local = None if local_frac is None else max(1, round(local_frac * (e - offset)))
     ids = _ids(m, k, e, dtype=torch.int64 if int64 else torch.int32, drop=drop)
     kw = dict(expert_offset=offset, num_local_experts=local)
+    if mode == "small" and ids.numel() > 64:  # the compare kernel takes up to 64 routes
+        mode = "single"
     if mode == "no_permute":
         p = _check(ids, e, 2**log_bm, no_permute=True, **kw)
     else:

@@ -1,7 +1,7 @@
 """Route-plan time against the issue-4 target (one program, <= 3 us for R <= 2048, E <= 512).
 
     python -m fusedmoe.bench.plan [--routes 8,64,512,2048] [--experts 8,64,256,512] [--top-k 8]
-                                  [--block-m 16] [--path auto|single|parallel] [--chunk 2048] [--out DIR]
+                                  [--block-m 16] [--path auto|small|single|parallel] [--chunk 2048] [--out DIR]
 
 For each (routes R, experts E): top-k ids of R / k tokens drawn uniformly (distinct per
 token), the plan checked equal to ``plan.reference_plan``, then timed in a CUDA graph (50
@@ -56,7 +56,7 @@ def main(argv=None) -> int:
     ap.add_argument("--experts", default="8,64,256,512")
     ap.add_argument("--top-k", type=int, default=8)
     ap.add_argument("--block-m", type=int, default=16)
-    ap.add_argument("--path", default="auto", choices=("auto", "single", "parallel"))
+    ap.add_argument("--path", default="auto", choices=("auto", "small", "single", "parallel"))
     ap.add_argument("--chunk", type=int, default=PAR_CHUNK, help="routes per program of the parallel path")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
