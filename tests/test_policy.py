@@ -93,6 +93,16 @@ def test_descend_finds_the_minimum_and_skips_failures():
     assert t_best < t_start
 
 
+def test_descend_reaches_the_one_launch_form():
+    # The 'fused' move keeps the tiles; it is legal only with GEMV tiles (then it can win).
+    start = policy.RouteDirectConfig(policy.Tile(16, 512, 8, 1), policy.Tile(16, 128, 4, 1))
+    assert tune.apply(start, "fused", 2) == policy.RouteDirectConfig(start.gate_up, start.down, fused=2)
+    fake_time = lambda cfg: 10 - cfg.fused - (cfg.gate_up.swap_ab is False)  # noqa: E731
+    best, _, _ = tune.descend(start, list(tune.candidates("route_direct", "fp8_tensor")), "fp8_tensor",
+                              "route_direct", fake_time, deadline=float("inf"))
+    assert best.fused == 4 and not best.gate_up.swap_ab and policy.legal("route_direct", best, "fp8_tensor")
+
+
 @pytest.mark.parametrize("fmt", ["bf16", "fp8_block"])
 def test_grouped_moves_swap_exactly_below_64_rows(fmt):
     # Every grouped move the tuner makes keeps swap_ab == (BLOCK_M < 64) and stays legal.
