@@ -41,6 +41,11 @@ def pytest_report_header(config):
     return f"fusedmoe: device={DEVICE} interpreter={os.environ.get('TRITON_INTERPRET', '0')} seed={SESSION_SEED}"
 
 
+def pytest_terminal_summary(terminalreporter):
+    # The header is hidden under -q (the project default): the seed is repeated at the end.
+    terminalreporter.write_line(f"fusedmoe: replay this run's random data with FUSEDMOE_SEED={SESSION_SEED}")
+
+
 @pytest.fixture(autouse=True)
 def _fresh_seed(request):
     """Seed each test from the session seed and its own name."""

@@ -25,15 +25,39 @@ def _bias(e: int, device: torch.device) -> torch.Tensor:
     return 0.1 * torch.randn(e, device=device)
 
 
-def _check(logits: torch.Tensor, top_k: int, **kw) -> tuple[torch.Tensor, torch.Tensor]:
-    """Route with the kernel and the reference; ids must match exactly, weights to 1e-6."""
+def _unstable_rows(logits: torch.Tensor, top_k: int, rids: torch.Tensor, **kw) -> torch.Tensor:
+    """Rows whose reference selection changes when the logits move by 1e-6 (relative): two
+    candidates there are closer than fp32 scores can order.  [M] bool."""
+    gen = torch.Generator(device="cpu").manual_seed(0)
+    flagged = torch.zeros(logits.shape[0], dtype=torch.bool, device=logits.device)
+    for _ in range(4):
+        sign = torch.randint(0, 2, logits.shape, generator=gen).to(logits.device) * 2 - 1
+        _, pids = route_reference(logits.float() * (1 + 1e-6 * sign), top_k, **kw)
+        flagged |= (pids != rids).any(dim=1)
+    return flagged
+
+
+def _check(logits: torch.Tensor, top_k: int, *, exact_ties: bool = False, **kw) -> tuple[torch.Tensor, torch.Tensor]:
+    """Route with the kernel and the reference; ids must match exactly, weights to 1e-6.
+
+    Random logits can put two candidates within fp32 rounding of each other (seen once in
+    ~10^5 rows), where the kernel's fp32 scores and the float64 reference may order them
+    differently.  A row may differ only if its reference selection itself moves under a 1e-6
+    perturbation of the logits.  ``exact_ties``: the ties are exact (the documented tie rule):
+    every row must match."""
     w, ids = route(logits, top_k, **kw)
     rw, rids = route_reference(logits, top_k, **kw)
     m = logits.shape[0]
     assert w.dtype == torch.float32 and ids.dtype == torch.int32
     assert w.shape == ids.shape == (m, top_k)
-    torch.testing.assert_close(ids, rids, rtol=0, atol=0)
-    torch.testing.assert_close(w, rw, rtol=0, atol=WEIGHT_ATOL)
+    same = (ids == rids).all(dim=1) if m else torch.ones(0, dtype=torch.bool, device=ids.device)
+    if exact_ties or bool(same.all()):
+        same = torch.ones_like(same)
+    else:
+        unexplained = ~same & ~_unstable_rows(logits, top_k, rids, **kw)
+        assert not unexplained.any(), f"ids differ from the reference in rows {unexplained.nonzero().flatten().tolist()}"
+    torch.testing.assert_close(ids[same], rids[same], rtol=0, atol=0)
+    torch.testing.assert_close(w[same], rw[same], rtol=0, atol=WEIGHT_ATOL)
     return w, ids
 
 
@@ -116,14 +140,14 @@ def test_softmax_tie_rule(device):
     w, ids = route(logits, 3)
     assert ids.tolist() == [[1, 2, 4], [0, 1, 2]]
     torch.testing.assert_close(w[1], torch.full((3,), 0.2, device=device), rtol=0, atol=WEIGHT_ATOL)
-    _check(logits, 3)
+    _check(logits, 3, exact_ties=True)
 
 
 @pytest.mark.parametrize("scoring", ["softmax", "sigmoid"])  # both rankings (logits vs sigmoid scores)
 def test_many_ties_match_reference(scoring, device):
     # Logits drawn from 3 values: nearly every selection is a tie.
     logits = torch.randint(0, 3, (40, 32), device=device).float()
-    _check(logits, 8, scoring=scoring)
+    _check(logits, 8, scoring=scoring, exact_ties=True)
 
 
 def test_group_tie_rule(device):
@@ -133,7 +157,7 @@ def test_group_tie_rule(device):
     kw = dict(scoring="sigmoid", n_groups=4, topk_groups=2)
     _, ids = route(logits, 4, **kw)
     assert ids.tolist() == [[0, 3, 1, 2]]
-    _check(logits, 4, **kw)
+    _check(logits, 4, **kw, exact_ties=True)
 
 
 def test_top2_group_score_counts_repeated_maximum(device):
@@ -142,7 +166,7 @@ def test_top2_group_score_counts_repeated_maximum(device):
     kw = dict(scoring="sigmoid", n_groups=2, topk_groups=1)
     _, ids = route(logits, 2, **kw)
     assert ids.tolist() == [[0, 1]]
-    _check(logits, 2, **kw)
+    _check(logits, 2, **kw, exact_ties=True)
 
 
 def test_masked_experts_with_minus_inf(device):
