@@ -217,6 +217,56 @@ def test_one_launch_form_is_bitwise_the_two_launches(fmt, split, stages, program
     assert rel_l2(out, ref) <= max_rel_l2("route_direct", fmt) and cosine(out, ref) >= MIN_COSINE
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("programs", [1, 2, 4, 8])
+def test_one_launch_form_under_load(programs):
+    # On the GPU the programs really run at once: with a small I there are few gate/up items
+    # per route, so down items take tickets while gate/up items still run and must wait.
+    # 50 launches in a row: bitwise the two launches (same warps) every time, counters zero.
+    from fusedmoe.paths import route_direct
+
+    dev = torch.device("cuda")
+    weights, x, tw, ids = make_layer(8, 64, 8, 2048, 64, "fp8_tensor", dev)
+    tiles = (policy.Tile(8, 512, 4, 2), policy.Tile(8, 128, 4, 2))
+    two = fused_moe(x, weights, tw, ids, path="route_direct", config=policy.RouteDirectConfig(*tiles))
+    cfg = policy.RouteDirectConfig(*tiles, fused=programs)
+    outs = [fused_moe(x, weights, tw, ids, path="route_direct", config=cfg) for _ in range(50)]
+    for out in outs:
+        torch.testing.assert_close(out, two, rtol=0, atol=0)
+    assert not route_direct._sync_buffer(dev).any()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_one_launch_form_in_two_graphs():
+    # Two captured calls get separate counter buffers (from the pool made at the first eager
+    # call): replayed in either order with fresh inputs, each equals the eager result.
+    dev = torch.device("cuda")
+    weights, x, tw, ids = make_layer(4, 16, 4, 256, 64, "bf16", dev)
+    cfg = policy.RouteDirectConfig(policy.Tile(8, 128, 4, 1), policy.Tile(16, 64, 4, 1), fused=2)
+    inputs = [(x.clone(), tw.clone(), ids.clone()) for _ in range(2)]
+    outs = [torch.empty_like(x) for _ in range(2)]
+    fused_moe(x, weights, tw, ids, path="route_direct", config=cfg)  # eager first: compiles, makes the pool
+    graphs = []
+    for (gx, gtw, gids), out in zip(inputs, outs):
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            fused_moe(gx, weights, gtw, gids, path="route_direct", config=cfg, out=out, check_ids=False)
+        graphs.append(g)
+    for order in ((1, 0), (0, 1)):
+        for i in order:
+            gx, gtw, gids = inputs[i]
+            gx.normal_()
+            gtw.copy_(torch.softmax(torch.randn_like(gtw), dim=-1))
+            gids.copy_(torch.rand(4, 16, device=dev).argsort(dim=1)[:, :4])
+            graphs[i].replay()
+        torch.cuda.synchronize()
+        for (gx, gtw, gids), out in zip(inputs, outs):
+            eager = fused_moe(gx, weights, gtw, gids, path="route_direct", config=cfg)
+            torch.testing.assert_close(out, eager, rtol=0, atol=0)
+
+
 def test_all_routes_dropped_gives_shared_only(device):
     # No route held: the output is exactly the shared expert's output.
     weights, x, tw, ids = make_layer(4, 4, 2, 64, 32, PLAIN_FORMAT, device)

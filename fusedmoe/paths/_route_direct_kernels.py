@@ -407,12 +407,20 @@ def route_down_mma_kernel(
                    W_SCALE, HAS_BIAS, HAS_SHARED)
 
 
+# The one-launch form's counters, int32 offsets into its sync buffer, one 128-byte line each
+# (the ticket, spin and release traffic do not share a line).
+SYNC_TICKET = tl.constexpr(0)
+SYNC_DONE = tl.constexpr(32)
+SYNC_FINISHED = tl.constexpr(64)
+SYNC_INTS = tl.constexpr(96)
+
+
 @triton.jit
 def _wait_for_gate_up(sync_ptr, num_gate_up):
-    """Spin until sync[1] (gate/up items done) reaches num_gate_up; acquire, then a CTA barrier."""
-    done = tl.atomic_add(sync_ptr + 1, 0, sem="acquire")
+    """Spin until the count of finished gate/up items reaches num_gate_up; acquire, then a CTA barrier."""
+    done = tl.atomic_add(sync_ptr + SYNC_DONE, 0, sem="acquire")
     while done < num_gate_up:
-        done = tl.atomic_add(sync_ptr + 1, 0, sem="acquire")
+        done = tl.atomic_add(sync_ptr + SYNC_DONE, 0, sem="acquire")
     tl.debug_barrier()
 
 
@@ -429,14 +437,15 @@ def route_fused_kernel(
     """Both GEMV steps in one launch: a persistent grid takes work items from a ticket counter,
     first the num_gate_up gate/up items (route_gate_up_kernel's programs), then the down items
     (route_down_kernel's).  A down item reads act once every gate/up item has signalled that
-    its act rows are written (with DN_PREFETCH its first weight tile loads while it waits).  Tickets go out in order, so every gate/up item is held by a running
-    program, which never waits: no deadlock at any grid size.  Same sums in the same order as
-    the two launches: the output is bitwise theirs.
+    its act rows are written (with DN_PREFETCH its first weight tile loads while it waits).
+    Tickets go out in order, so every gate/up item is held by a running program, which never
+    waits: no deadlock at any grid size.  The sums are the two launches' (bitwise their
+    output when both tiles use the launch's warps).
 
-    sync [3] int32, zero on entry: next ticket, gate/up items done, programs finished; the last
-    program to finish zeroes it again for the next launch (graph replays included).  Calls that
-    may overlap (two streams) need separate sync buffers."""
-    item = tl.atomic_add(sync_ptr, 1)
+    sync [SYNC_INTS] int32, zero on entry: next ticket, gate/up items done, programs finished
+    (SYNC_* offsets); the last program to finish zeroes it for the next launch (graph replays
+    included).  Launches that may overlap need separate sync buffers (``route_direct._sync_buffer``)."""
+    item = tl.atomic_add(sync_ptr + SYNC_TICKET, 1)
     while item < num_items:
         if item < num_gate_up:
             r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi = _gate_up_program(item, R, I, H, SPLIT_K, GU_BLOCK_N,
@@ -448,12 +457,13 @@ def route_fused_kernel(
                               stride_w13se, stride_w13sn, W_SCALE, SPLIT_K, ACTIVATION, HAS_BIAS,
                               GU_BLOCK_N, GU_BLOCK_K, GU_PREFETCH)
             tl.debug_barrier()  # every thread's act stores precede the release below
-            tl.atomic_add(sync_ptr + 1, 1, sem="release")
+            tl.atomic_add(sync_ptr + SYNC_DONE, 1, sem="release")
         else:
             _down_gemv(item - num_gate_up, act_ptr, w2_ptr, w2s_ptr, b2_ptr, ids_ptr, tw_ptr, shared_ptr, out_ptr,
                        H, I, R, expert_offset, num_local, stride_w2e, stride_w2n, stride_w2se, stride_w2sn,
                        stride_s, stride_o, sync_ptr, num_gate_up, TOPK, W_SCALE, SPLIT_K, HAS_SHARED, ACTIVATION,
                        HAS_BIAS, DN_BLOCK_N, DN_BLOCK_K, DN_PREFETCH, True)
-        item = tl.atomic_add(sync_ptr, 1)
-    if tl.atomic_add(sync_ptr + 2, 1) == tl.num_programs(0) - 1:
-        tl.store(sync_ptr + tl.arange(0, 4), tl.zeros([4], dtype=tl.int32), mask=tl.arange(0, 4) < 3)
+        item = tl.atomic_add(sync_ptr + SYNC_TICKET, 1)
+    if tl.atomic_add(sync_ptr + SYNC_FINISHED, 1) == tl.num_programs(0) - 1:
+        line = tl.arange(0, 128)
+        tl.store(sync_ptr + line, tl.zeros([128], dtype=tl.int32), mask=line < SYNC_INTS)

@@ -14,23 +14,40 @@ from ..policy import RouteDirectConfig
 from .._runtime import cdiv, num_sms
 from ..weights import ExpertWeights
 from ._common import optional_ptr, scale_args
-from ._route_direct_kernels import (route_down_kernel, route_down_mma_kernel, route_fused_kernel,
+from ._route_direct_kernels import (SYNC_INTS, route_down_kernel, route_down_mma_kernel, route_fused_kernel,
                                     route_gate_up_kernel, route_gate_up_mma_kernel)
 
 KERNEL_LAUNCHES = 2  # gate/up, down + combine (1 with config.fused)
 
-# Ticket counters of the one-launch form, one zeroed buffer per (device, stream): the kernel
-# leaves it zeroed, so it is allocated once (a graph captured on a stream keeps its buffer).
-_SYNC: dict[tuple, torch.Tensor] = {}
+# Counters of the one-launch form (``route_fused_kernel``): a buffer is zero between launches
+# (the kernel's last program zeroes it), so it is zero-filled once, when it is made.
+# - Eager calls: one buffer per (device, stream); calls on one stream never overlap.
+# - Calls captured in a CUDA graph: a buffer of their own from a pool made at the device's
+#   first eager call, so that no two graphs share one (they may be replayed on different
+#   streams at once).  A capture before any eager call gets a fresh buffer, zero-filled by
+#   a node of the graph itself (correct; one more node).
+_EAGER_SYNC: dict[tuple, torch.Tensor] = {}
+_GRAPH_SYNC_POOL: dict[tuple, list] = {}  # device -> [pool [SETS, SYNC_INTS] int32, next set]
+GRAPH_SYNC_SETS = 4096  # captured one-launch calls per device before sets are reused (1.5 MB)
 
 
 def _sync_buffer(device: torch.device) -> torch.Tensor:
-    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
-    key = (device.type, device.index, stream)
-    buf = _SYNC.get(key)
-    if buf is None:
-        buf = _SYNC[key] = torch.zeros(4, dtype=torch.int32, device=device)
-    return buf
+    """A zeroed counter buffer [SYNC_INTS] int32 for one route_fused_kernel launch (see above)."""
+    ints = SYNC_INTS.value
+    dev = (device.type, device.index)
+    if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+        pool = _GRAPH_SYNC_POOL.get(dev)
+        if pool is None:
+            return torch.zeros(ints, dtype=torch.int32, device=device)
+        buf = pool[0][pool[1] % GRAPH_SYNC_SETS]
+        pool[1] += 1
+        return buf
+    if dev not in _GRAPH_SYNC_POOL:
+        _GRAPH_SYNC_POOL[dev] = [torch.zeros(GRAPH_SYNC_SETS, ints, dtype=torch.int32, device=device), 0]
+    key = dev + ((torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0),)
+    if key not in _EAGER_SYNC:
+        _EAGER_SYNC[key] = torch.zeros(ints, dtype=torch.int32, device=device)
+    return _EAGER_SYNC[key]
 
 
 def kernel_launches(config: RouteDirectConfig) -> int:
