@@ -9,6 +9,7 @@
 #   tests     the test suite on CUDA
 #   memcheck  compute-sanitizer memcheck on small ragged cases, every path and format
 #   swiglu    fused SwiGLU + FP8 quantisation against the separate kernels
+#   kernels   per-kernel device time of one decode call (M 1, 8) against the floor and the graph time
 #   plan      route-plan time over routes x experts (target <= 3 us up to 2048 x 512)
 #   planpar   the compare plan (<= 64 routes) and the three-launch plan at 512 and 2048 routes,
 #             256-1024 routes per program
@@ -47,6 +48,7 @@ for step in $steps; do
     memcheck) run memcheck env PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --tool memcheck \
                 --error-exitcode 9 python -m fusedmoe check sanitize ;;
     swiglu)   run swiglu python -m fusedmoe.bench.swiglu_quant --out "$out" ;;
+    kernels)  run kernels python -m fusedmoe.bench.kernels --tokens 1,8 --out "$out" ;;
     plan)     run plan python -m fusedmoe.bench.plan --out "$out" ;;
     planpar)  run plan_small python -m fusedmoe.bench.plan --routes 8,64 --path small
               for c in 256 512 1024; do

@@ -273,3 +273,13 @@ def test_kernel_benches_need_a_gpu(module, capsys):
         pytest.skip("this machine has a GPU")
     assert importlib.import_module(f"fusedmoe.bench.{module}").main([]) == 2
     assert "needs a CUDA GPU" in capsys.readouterr().out
+
+
+def test_kernel_profile_needs_a_gpu(capsys):
+    # bench.kernels reads kernel times from the CUDA profiler: without a GPU it says so.
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    from fusedmoe.bench import kernels
+
+    assert kernels.main(["--shape", "qwen3_30b_a3b"]) == 2
+    assert "needs a CUDA GPU" in capsys.readouterr().out
