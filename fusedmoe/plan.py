@@ -239,7 +239,7 @@ def _build(
         )
     else:
         if path == "auto":
-            path = ("small" if num_routes <= AUTO_SMALL_MAX_ROUTES and num_local <= 2048
+            path = ("small" if num_routes <= AUTO_SMALL_MAX_ROUTES and num_local <= K.SINGLE_MAX_EXPERTS
                     else "single" if _single_program(num_routes, num_local) else "parallel")
         if path == "single":
             if not _single_program(num_routes, num_local):
@@ -253,7 +253,7 @@ def _build(
             )
         elif path == "small":
             if num_routes > K.SMALL_MAX_ROUTES or num_local > K.SINGLE_MAX_EXPERTS:
-                raise ValueError(f"path: 'small' needs R <= {K.SMALL_MAX_ROUTES} and E_local <= 2048, "
+                raise ValueError(f"path: 'small' needs R <= {K.SMALL_MAX_ROUTES} and E_local <= {K.SINGLE_MAX_EXPERTS}, "
                                  f"got {num_routes}, {num_local}")
             r_pad = max(K.next_pow2(num_routes), 16)
             start = _empty(num_local, device)

@@ -38,6 +38,11 @@ class Tile:
     split_k: int = 1
     swap_ab: bool = False
 
+    @property
+    def prefetch(self) -> bool:
+        """A GEMV tile that loads each K step one step ahead (num_stages >= 2)."""
+        return not self.swap_ab and self.num_stages >= 2
+
 
 @dataclass(frozen=True)
 class GroupedConfig:

@@ -126,8 +126,9 @@ def _case_timer(shape, fmt: str, path: str, m: int, device: torch.device) -> Cal
     def time_us(cfg) -> float:
         got = fused_moe(x, copies[0], routings[0][0], routings[0][1], path=path, config=cfg, check_ids=False,
                         num_experts=shape.num_experts)
-        if not rel_l2(got, ref) <= MAX_REL_L2:  # a config must compute the layer before it is timed
-            raise RuntimeError(f"config {cfg}: rel-L2 {rel_l2(got, ref):.2e} against the reference")
+        err = rel_l2(got, ref)
+        if not err <= MAX_REL_L2:  # a config must compute the layer before it is timed
+            raise RuntimeError(f"config {cfg}: rel-L2 {err:.2e} against the reference")
         calls = [lambda w=w, r=r: fused_moe(x, w, r[0], r[1], path=path, out=out, config=cfg, check_ids=False,
                                             num_experts=shape.num_experts)
                  for w, r in zip(copies, routings)]

@@ -2,8 +2,8 @@
 
 At decode the layer is a stream of weight bytes; what limits a GEMV kernel is how many bytes
 each SM keeps in flight (plain loads are not software-pipelined), so both GEMV kernels issue
-one wide tile per step (BLOCK_K spans much of K) and load the next step's tile before they
-reduce the current one.
+one wide tile per step (BLOCK_K spans much of K), and with PREFETCH load the next step's
+tile before they reduce the current one.
 
 gate/up: one program per (route, tile of BLOCK_N rows of I, K split), routes fastest in the
 grid order so that routes sharing an expert stream each tile once from HBM and then from L2.  The route's expert is

@@ -73,7 +73,7 @@ def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torc
         return out
     ws, se, sn, mode = scale_args(weights, weights.w13_scale, x)
     gate_up, gu_extra = ((route_gate_up_mma_kernel, {}) if gu.swap_ab
-                         else (route_gate_up_kernel, dict(PREFETCH=gu.num_stages >= 2)))
+                         else (route_gate_up_kernel, dict(PREFETCH=gu.prefetch)))
     gate_up[(r * cdiv(inter, gu.block_n) * split,)](
         x, weights.w13, ws, optional_ptr(weights.w13_bias, x), topk_ids, act, hidden, inter, r, expert_offset,
         e_local, k, x.stride(0), weights.w13.stride(0), weights.w13.stride(1), se, sn,
@@ -81,7 +81,7 @@ def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torc
         BLOCK_N=gu.block_n, BLOCK_K=gu.block_k, **gu_extra,
         num_warps=gu.num_warps, num_stages=gu.num_stages)
     ws, se, sn, mode = scale_args(weights, weights.w2_scale, x)
-    down, dn_extra = (route_down_mma_kernel, {}) if dn.swap_ab else (route_down_kernel, dict(PREFETCH=dn.num_stages >= 2))
+    down, dn_extra = (route_down_mma_kernel, {}) if dn.swap_ab else (route_down_kernel, dict(PREFETCH=dn.prefetch))
     down[(m * cdiv(hidden, dn.block_n),)](
         act, weights.w2, ws, optional_ptr(weights.w2_bias, x), topk_ids, topk_weights,
         optional_ptr(shared_output, out), out,
@@ -113,6 +113,6 @@ def _fused(x, weights, topk_weights, topk_ids, act, out, shared_output, expert_o
         shared_output.stride(0) if shared_output is not None else 0, out.stride(0),
         TOPK=k, W_SCALE=mode, SPLIT_K=gu.split_k, ACTIVATION=ACTIVATIONS[activation],
         HAS_BIAS=weights.w13_bias is not None, HAS_SHARED=shared_output is not None,
-        GU_BLOCK_N=gu.block_n, GU_BLOCK_K=gu.block_k, GU_PREFETCH=gu.num_stages >= 2,
-        DN_BLOCK_N=dn.block_n, DN_BLOCK_K=dn.block_k, DN_PREFETCH=dn.num_stages >= 2,
+        GU_BLOCK_N=gu.block_n, GU_BLOCK_K=gu.block_k, GU_PREFETCH=gu.prefetch,
+        DN_BLOCK_N=dn.block_n, DN_BLOCK_K=dn.block_k, DN_PREFETCH=dn.prefetch,
         num_warps=max(gu.num_warps, dn.num_warps), num_stages=1)
