@@ -142,6 +142,19 @@ def _single_program(num_routes: int, num_local_experts: int) -> bool:
     return num_routes <= SINGLE_MAX_ROUTES and num_local_experts <= SINGLE_MAX_EXPERTS
 
 
+def _check_forced_path(path: str, num_routes: int, num_local_experts: int) -> None:
+    """Raise ValueError naming ``path`` when it is unknown or its kernel cannot take the plan."""
+    from ._plan_kernels import SINGLE_MAX_EXPERTS, SMALL_MAX_ROUTES
+
+    if path not in ("auto", "small", "single", "parallel"):
+        raise ValueError(f"path: expected 'auto', 'small', 'single' or 'parallel', got {path!r}")
+    if path == "single" and not _single_program(num_routes, num_local_experts):
+        raise ValueError(f"path: 'single' needs R <= 2048 and E_local <= 2048, got {num_routes}, {num_local_experts}")
+    if path == "small" and (num_routes > SMALL_MAX_ROUTES or num_local_experts > SINGLE_MAX_EXPERTS):
+        raise ValueError(f"path: 'small' needs R <= {SMALL_MAX_ROUTES} and E_local <= {SINGLE_MAX_EXPERTS}, "
+                         f"got {num_routes}, {num_local_experts}")
+
+
 def _check_block_m(block_m: object) -> int:
     check_int("block_m", block_m, lo=1, hi=MAX_BLOCK_M)
     if block_m & (block_m - 1):
@@ -210,6 +223,7 @@ def _build(
     num_routes, num_local, padded, blocks = _check_args(
         topk_ids, num_experts, block_m, expert_offset, num_local_experts, no_permute
     )
+    _check_forced_path(path, num_routes, num_local)
     if not runs_triton(topk_ids):
         return reference_plan(
             topk_ids, num_experts, block_m, expert_offset=expert_offset,
@@ -242,8 +256,6 @@ def _build(
             path = ("small" if num_routes <= AUTO_SMALL_MAX_ROUTES and num_local <= K.SINGLE_MAX_EXPERTS
                     else "single" if _single_program(num_routes, num_local) else "parallel")
         if path == "single":
-            if not _single_program(num_routes, num_local):
-                raise ValueError(f"path: 'single' needs R <= 2048 and E_local <= 2048, got {num_routes}, {num_local}")
             r_pad = max(K.next_pow2(num_routes), 16)
             off = _empty(num_local, device)
             K._plan_single_kernel[(1,)](
@@ -252,9 +264,6 @@ def _build(
                 E_BINS=max(K.next_pow2(num_local), 16), FILL=FILL, num_warps=8 if r_pad >= 1024 else 4,
             )
         elif path == "small":
-            if num_routes > K.SMALL_MAX_ROUTES or num_local > K.SINGLE_MAX_EXPERTS:
-                raise ValueError(f"path: 'small' needs R <= {K.SMALL_MAX_ROUTES} and E_local <= {K.SINGLE_MAX_EXPERTS}, "
-                                 f"got {num_routes}, {num_local}")
             r_pad = max(K.next_pow2(num_routes), 16)
             start = _empty(num_local, device)
             K._plan_small_kernel[(1,)](
@@ -262,11 +271,9 @@ def _build(
                 BLOCK_M=block_m, R_PAD=r_pad, E_TILE=max(16, min(K.next_pow2(num_local), 4096 // r_pad)),
                 FILL=FILL, num_warps=4,
             )
-        elif path == "parallel":
+        else:  # "parallel"
             _launch_parallel(K, common, num_routes, num_local, block_m, padded, blocks,
                              sorted_routes, block_expert, num_blocks, counts, chunk, e_tile)
-        else:
-            raise ValueError(f"path: expected 'auto', 'small', 'single' or 'parallel', got {path!r}")
     return RoutePlan(block_m, num_local, sorted_routes, block_expert, num_blocks, counts, no_permute)
 
 

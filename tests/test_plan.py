@@ -157,7 +157,7 @@ def test_small_compare_kernel(m, k, e, block_m):
     _check(ids, e, block_m, path="small")
     _check(ids, e, block_m, path="small", expert_offset=e // 3, num_local_experts=max(1, e // 2))
     with pytest.raises(ValueError, match="path"):
-        plan_mod._build(torch.zeros(65, 1, dtype=torch.int32), e, block_m, path="small")
+        plan_mod._build(torch.zeros(65, 1, dtype=torch.int32, device=_dev()), e, block_m, path="small")
 
 
 @pytest.mark.parametrize("m", [0, 1, 3, 17, 64])  # empty, decode, odd, > one block, prefill-ish
