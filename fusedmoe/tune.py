@@ -170,6 +170,17 @@ def _precompile(job) -> None:
     torch.cuda.synchronize()
 
 
+def _precompile_workers(cases, device: torch.device, most: int = 12) -> int:
+    """Compile workers that fit in the free GPU memory: each builds its case's experts (at most
+    17) dense in fp32, plus temporaries and converted copies (14.6 GB measured for Mixtral FP8)."""
+    def need(shape) -> float:
+        e = min(shape.num_local_experts, 17)
+        return 5 * e * 3 * shape.hidden_size * shape.intermediate_size * 4 + 1.5e9  # + the CUDA context
+
+    free, _ = torch.cuda.mem_get_info(device)
+    return max(1, min(most, int(0.8 * free // max(need(c[0]) for c in cases))))
+
+
 def _table_path(out_dir: Path, dev_name: str, path: str) -> Path:
     return out_dir / policy.device_dir_name(dev_name) / f"{path}.json"
 
@@ -196,7 +207,7 @@ def run(shapes, formats, tokens, paths, budget_s: float, out_dir: Path, force: b
                  if force or (s.num_local_experts, s.top_k, s.hidden_size, s.intermediate_size, f, m) not in done]
         cases_to_compile = list(dict.fromkeys((s, f, path, min(tokens)) for s, f, _ in cases))
         if cases_to_compile:
-            workers = 12
+            workers = _precompile_workers(cases_to_compile, dev)
             stride = max(1, workers // len(cases_to_compile))  # split a case's candidates when cases are few
             jobs = [(*c, first, stride) for c in cases_to_compile for first in range(stride)]
             with mp.get_context("spawn").Pool(min(workers, len(jobs))) as pool:
