@@ -2,7 +2,7 @@
 against the layer's HBM floor and the graph-timed call.
 
     python -m fusedmoe.bench.kernels [--shape peers] [--formats bf16,fp8_tensor,fp8_block]
-                                     [--tokens 1,8] [--path auto] [--calls 20] [--out DIR]
+                                     [--tokens 1,8] [--path auto|...|torch_grouped_mm] [--calls 20] [--out DIR]
 
 For each case: weight copies rotated so that >= 200 MB of other weights stream between two
 uses of a copy (as ``fusedmoe bench``), one call per copy to compile, then ``--calls`` eager
@@ -26,6 +26,7 @@ from ..shapes import PEER_SHAPES, get_shape
 from ..weights import ExpertWeights
 from . import harness
 from .floor import floor_us, moved_bytes
+from .peers import PEERS, get_peer
 
 
 def kernel_times(calls: list, repeats: int) -> dict[str, float]:
@@ -62,9 +63,13 @@ def run(shape_names: list[str], formats: list[str], tokens: list[int], path: str
                 routings = [harness.random_routing(shape, m, gen, "softmax") for _ in copies]
                 x = torch.randn(m, shape.hidden_size, device=dev, generator=gen).to(torch.bfloat16)
                 out = torch.empty_like(x)
-                calls = [lambda w=w, r=r: fused_moe(x, w, r[0], r[1], path=path, out=out, check_ids=False,
-                                                    num_experts=shape.num_experts)
-                         for w, r in zip(copies, routings)]
+                if path in PEERS:
+                    peer = get_peer(path)
+                    calls = [lambda w=w, r=r: peer(x, w, r[0], r[1]) for w, r in zip(copies, routings)]
+                else:
+                    calls = [lambda w=w, r=r: fused_moe(x, w, r[0], r[1], path=path, out=out, check_ids=False,
+                                                        num_experts=shape.num_experts)
+                             for w, r in zip(copies, routings)]
                 for c in calls:
                     c()
                 per_kernel = kernel_times(calls, repeats)
@@ -87,7 +92,7 @@ def main(argv=None) -> int:
     ap.add_argument("--shape", default="peers", help="preset names, comma-separated, or 'peers'")
     ap.add_argument("--formats", default="bf16,fp8_tensor,fp8_block")
     ap.add_argument("--tokens", default="1,8")
-    ap.add_argument("--path", default="auto")
+    ap.add_argument("--path", default="auto", help="auto, route_direct, grouped, or a peer (torch_grouped_mm)")
     ap.add_argument("--calls", type=int, default=20, help="profiled calls per case")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
