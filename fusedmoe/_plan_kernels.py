@@ -9,7 +9,6 @@ out-of-bounds access.
 
 Launches (all grids fixed by the shapes, no host sync):
 
-* ``_plan_small_kernel``        grid (1,)                          blocked, R <= 64, E_local <= 2048
 * ``_plan_single_kernel``       grid (1,)                          blocked, R <= 2048, E_local <= 2048
 * ``_plan_count_kernel``        grid (num_chunks,)                 blocked, parallel path, step 1
 * ``_plan_chunk_scan_kernel``   grid (cdiv(E_local, EXPERTS),)     blocked, parallel path, step 2
@@ -24,8 +23,6 @@ import triton.language as tl
 
 SINGLE_MAX_ROUTES = 2048
 SINGLE_MAX_EXPERTS = 2048
-# Up to this many routes the one-program plan compares instead of sorting (``_plan_small_kernel``).
-SMALL_MAX_ROUTES = 64
 # Sort keys of the one-program path are ``(bin << 12) + r``: r < 2048 fits in 12 bits and
 # bin <= 2048, so keys stay below 2**24.  (A global read by a kernel must be a constexpr;
 # the interpreter does not check this, the compiler does.)
@@ -118,45 +115,6 @@ def _plan_single_kernel(
     dest = tl.load(off_ptr + s_e, mask=s_held, other=0) + r
     tl.store(sorted_ptr + dest, s_r, mask=s_held)
     tl.store(block_expert_ptr + dest // BLOCK_M, s_e, mask=s_held)
-
-
-@triton.jit
-def _plan_small_kernel(
-    ids_ptr, stride_t, stride_j, top_k, num_routes, expert_lo, num_local,
-    sorted_ptr, num_padded_cap, block_expert_ptr, num_blocks_cap,
-    num_blocks_ptr, counts_ptr, start_ptr,
-    BLOCK_M: tl.constexpr, R_PAD: tl.constexpr, E_TILE: tl.constexpr, FILL: tl.constexpr,
-):
-    """Whole blocked plan in one program for few routes (R <= SMALL_MAX_ROUTES), no sort and
-    no histogram: comparisons do both.
-
-    counts[e] = sum_r [id_r == e], one [R, E_TILE] comparison per tile of experts;
-    start[e] = excl_cumsum(roundup(counts, BLOCK_M))[e]   (scratch, [E_local]);
-    rank[r] = sum_{r' < r} [id_r' == id_r], one [R, R] comparison;
-    route r of expert e goes to start[e] + rank[r] (start gathered back through memory).
-    """
-    _fill_minus_one(sorted_ptr, 0, num_padded_cap, FILL)
-    _fill_minus_one(block_expert_ptr, 0, num_blocks_cap, FILL)
-
-    r = tl.arange(0, R_PAD)
-    held, local = _load_ids(ids_ptr, r, r < num_routes, top_k, stride_t, stride_j, expert_lo, num_local)
-    key = tl.where(held, local, -1)
-    carry = 0
-    for e0 in range(0, num_local, E_TILE):
-        e = e0 + tl.arange(0, E_TILE)
-        counts = tl.sum((key[:, None] == e[None, :]).to(tl.int32), axis=0)
-        padded = (counts + (BLOCK_M - 1)) // BLOCK_M * BLOCK_M
-        tl.store(counts_ptr + e, counts, mask=e < num_local)
-        tl.store(start_ptr + e, tl.cumsum(padded, 0) - padded + carry, mask=e < num_local)
-        carry += tl.sum(padded, 0)
-    tl.store(num_blocks_ptr, carry // BLOCK_M)
-    earlier = (key[None, :] == key[:, None]) & (r[None, :] < r[:, None])
-    rank = tl.sum(earlier.to(tl.int32), axis=1)
-    # The -1 fill and the start[] stores above must be visible to every thread first.
-    tl.debug_barrier()
-    dest = tl.load(start_ptr + local, mask=held, other=0) + rank
-    tl.store(sorted_ptr + dest, r, mask=held)
-    tl.store(block_expert_ptr + dest // BLOCK_M, local, mask=held)
 
 
 @triton.jit

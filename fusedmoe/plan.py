@@ -32,25 +32,23 @@ Buffer sizes depend only on (R, E_local, block_m, no_permute), never on the ids:
 ``block_m`` may be any power of two in [1, 1024].  ``R == 0`` gives empty ``sorted_routes`` /
 ``block_expert`` and zeros elsewhere.
 
-Launches per call (``plan_launches``): blocked, R <= 2048 and E_local <= 2048: ONE kernel
-(one graph node; the -1 fill happens inside it).  A compare kernel for up to 64 routes (no
-sort, no histogram: ``path="small"``) waits for its GPU measurement before "auto" uses it.
-Blocked beyond: three kernels (count per chunk of 2048 routes, scan per expert tile,
-sort+scatter per chunk).  No-permute: one
-kernel.  R == 0: no kernel, two zero-fills (num_blocks, expert_counts).  Plain CPU tensors
-without ``TRITON_INTERPRET=1``: the torch reference, no kernel.
+Launches per call (``plan_launches``): blocked, R <= 512 and E_local <= 2048: ONE kernel
+(one graph node; the -1 fill happens inside it).  Blocked beyond: three kernels (count per
+chunk of 256+ routes, scan per expert tile, sort+scatter per chunk): from 768 routes on they
+are faster than one program's sort (8.0 against 9.0 us at 1024 x 512, 8.7 against 26.4 at
+2048 x 512).  The one-program kernel still builds plans to 2048 routes when forced
+(``path="single"``).  No-permute: one kernel.  R == 0: no kernel, two zero-fills
+(num_blocks, expert_counts).  Plain CPU tensors without ``TRITON_INTERPRET=1``: the torch
+reference, no kernel.
 
-Measured on one H200 (CUDA graph of 50 calls, median per call; random ids, block_m 16):
-one program R/E_local = 8/256: 1.9 us, 64/256: 2.2 us, 512/256: 4.6 us (5.5 at block_m 64),
-2048/512: 26 us, 2048/2048: 39 us; no-permute 8-64/256: 1.9 us; parallel 16k/256: 29 us,
-64k/256: 31 us, 256k/1024 (block_m 64): 43 us.  Eager (host-bound) calls took 40-100 us.
-What costs: a 2048-key bitonic sort in one CTA takes ~14 us (``tl.sort`` ~15 us) and
-``tl.histogram`` with 2048 bins ~10 us (512 bins ~2 us); both grow with the one-program
-path's R and E_local.  Re-measured 2026-11-30 (third session): 3.0 / 3.3 / 5.3 / 26.3 us at
-8 / 64 / 512 / 2048 routes x 512 experts.  A sort-free rank (comparisons per chunk, a count
-table scanned in memory) took 6-47 us and was dropped.  The compare kernel for <= 64 routes
-and smaller parallel chunks (``python -m fusedmoe.bench.plan --path parallel --chunk 256``)
-are not measured yet.
+Measured on one H200 (CUDA graph of 50 calls, median per call; random ids, block_m 16;
+fourth session, 2026-11-30): one program at 8 / 64 / 512 routes x 512 experts 3.0 / 3.3 /
+5.3 us (1.6-2.0 us over 8-64 experts); three launches, chunks of 256, at 2048 / 16k / 64k
+routes x 512 experts 8.7 / 10.1 / 15.0 us (chunks of 2048: 30.6 / 33.3 us at 16k / 64k).
+What costs: a 2048-key bitonic sort in one CTA takes ~14 us and ``tl.histogram`` with 2048
+bins ~10 us (512 bins ~2 us).  Tried and dropped: a sort-free rank (comparisons per chunk, a
+count table in memory; 6-47 us) and a compare kernel with no sort for <= 64 routes (2.5-6.0
+us against one program's 2.0-3.3).  The numbers behind AUTO_SINGLE_MAX_ROUTES are below it.
 """
 
 from __future__ import annotations
@@ -75,16 +73,25 @@ MAX_BLOCK_M = 1024
 MAX_EXPERTS = 1 << 16
 _INT32_LIMIT = (1 << 31) - 1
 
-# Parallel path tiles.  PAR_CHUNK routes per program of the count and scatter kernels;
-# expert tiles of the histogram / pstart loops; the scan kernel's [chunks, experts] tile.
-PAR_CHUNK = 2048
+# Parallel path tiles: expert tiles of the histogram / pstart loops; the scan kernel's
+# [chunks, experts] tile.
 PAR_E_TILE = 2048
 SCAN_TILE = 4096
 SCAN_MAX_CHUNKS = 256
 FILL = 1024
-# "auto" takes the compare kernel (no sort) up to this many routes.  0 until it is measured
-# on the GPU (written for <= 64 routes: _plan_kernels.SMALL_MAX_ROUTES); path="small" forces it.
-AUTO_SMALL_MAX_ROUTES = 0
+# "auto" takes the one-program kernel up to this many routes, the three-launch path (chunks
+# of at least PAR_MIN_CHUNK routes, at most SCAN_MAX_CHUNKS chunks) beyond.  Measured on the
+# H200 (2026-11-30, fourth session; python -m fusedmoe.bench.plan, E_local 64 / 512):
+#   routes          512        768-1024     1536       2048       16384      65536
+#   one program     4.0 / 5.3  5.3 / 9.0    22.4/26.2  22.7/26.4  -          -
+#   parallel, 256   5.4 / 7.7  5.3 / 8.0    5.9 / 8.3  6.0 / 8.7  8.3 / 10.1 9.7 / 15.0
+#   parallel, 2048  -          -            -          -          26.6/30.6  27.9/33.3
+# Chunks of 512 and 1024 routes took 6.7-7.1 and 6.7-14.8 us at 512-2048 routes.  A compare
+# kernel with no sort for <= 64 routes took 2.5-6.0 us against the one program's 2.0-3.3 and
+# was removed.
+AUTO_SINGLE_MAX_ROUTES = 512
+PAR_MIN_CHUNK = 256
+PAR_MAX_CHUNK = 2048
 
 
 @dataclass(frozen=True)
@@ -131,28 +138,37 @@ def plan_launches(num_routes: int, num_local_experts: int, *, no_permute: bool =
     """Kernel launches of ``build_plan`` on a Triton device (0, 1 or 3)."""
     if num_routes == 0:
         return 0
-    if no_permute or _single_program(num_routes, num_local_experts):
+    if no_permute or _auto_single(num_routes, num_local_experts):
         return 1
     return 3
 
 
 def _single_program(num_routes: int, num_local_experts: int) -> bool:
+    """Whether the one-program kernel can build this plan."""
     from ._plan_kernels import SINGLE_MAX_EXPERTS, SINGLE_MAX_ROUTES
 
     return num_routes <= SINGLE_MAX_ROUTES and num_local_experts <= SINGLE_MAX_EXPERTS
 
 
+def _auto_single(num_routes: int, num_local_experts: int) -> bool:
+    """Whether "auto" builds this plan in one program (else three launches)."""
+    return num_routes <= AUTO_SINGLE_MAX_ROUTES and _single_program(num_routes, num_local_experts)
+
+
+def _auto_chunk(num_routes: int) -> int:
+    """Routes per program of the parallel path: PAR_MIN_CHUNK while that makes at most
+    SCAN_MAX_CHUNKS chunks, wider beyond (to PAR_MAX_CHUNK, the widest sort measured)."""
+    from ._plan_kernels import next_pow2
+
+    return min(PAR_MAX_CHUNK, max(PAR_MIN_CHUNK, next_pow2(-(-num_routes // SCAN_MAX_CHUNKS))))
+
+
 def _check_forced_path(path: str, num_routes: int, num_local_experts: int) -> None:
     """Raise ValueError naming ``path`` when it is unknown or its kernel cannot take the plan."""
-    from ._plan_kernels import SINGLE_MAX_EXPERTS, SMALL_MAX_ROUTES
-
-    if path not in ("auto", "small", "single", "parallel"):
-        raise ValueError(f"path: expected 'auto', 'small', 'single' or 'parallel', got {path!r}")
+    if path not in ("auto", "single", "parallel"):
+        raise ValueError(f"path: expected 'auto', 'single' or 'parallel', got {path!r}")
     if path == "single" and not _single_program(num_routes, num_local_experts):
         raise ValueError(f"path: 'single' needs R <= 2048 and E_local <= 2048, got {num_routes}, {num_local_experts}")
-    if path == "small" and (num_routes > SMALL_MAX_ROUTES or num_local_experts > SINGLE_MAX_EXPERTS):
-        raise ValueError(f"path: 'small' needs R <= {SMALL_MAX_ROUTES} and E_local <= {SINGLE_MAX_EXPERTS}, "
-                         f"got {num_routes}, {num_local_experts}")
 
 
 def _check_block_m(block_m: object) -> int:
@@ -179,7 +195,7 @@ def _check_args(topk_ids, num_experts, block_m, expert_offset, num_local_experts
     else:
         padded = max_padded_routes(num_routes, num_local_experts, block_m)
         blocks = padded // block_m
-    chunks = -(-num_routes // PAR_CHUNK)
+    chunks = -(-num_routes // _auto_chunk(num_routes))
     if padded > _INT32_LIMIT or chunks * num_local_experts > _INT32_LIMIT:
         raise ValueError(
             f"topk_ids: {num_routes} routes over {num_local_experts} local experts with block_m={block_m} "
@@ -216,10 +232,11 @@ def build_plan(
 
 def _build(
     topk_ids, num_experts, block_m, *, expert_offset=0, num_local_experts=None, no_permute=False,
-    path="auto", chunk=PAR_CHUNK, e_tile=PAR_E_TILE,
+    path="auto", chunk=None, e_tile=PAR_E_TILE,
 ) -> RoutePlan:
-    """build_plan with the blocked path forceable ("small" | "single" | "parallel") and the
-    parallel tiles (``chunk``, ``e_tile``: powers of two) settable, for tests."""
+    """build_plan with the blocked path forceable ("single" | "parallel") and the parallel
+    tiles (``chunk``, ``e_tile``: powers of two; chunk None = _auto_chunk) settable, for
+    tests and benchmarks."""
     num_routes, num_local, padded, blocks = _check_args(
         topk_ids, num_experts, block_m, expert_offset, num_local_experts, no_permute
     )
@@ -253,8 +270,7 @@ def _build(
         )
     else:
         if path == "auto":
-            path = ("small" if num_routes <= AUTO_SMALL_MAX_ROUTES and num_local <= K.SINGLE_MAX_EXPERTS
-                    else "single" if _single_program(num_routes, num_local) else "parallel")
+            path = "single" if _auto_single(num_routes, num_local) else "parallel"
         if path == "single":
             r_pad = max(K.next_pow2(num_routes), 16)
             off = _empty(num_local, device)
@@ -263,17 +279,9 @@ def _build(
                 BLOCK_M=block_m, R_PAD=r_pad, LOG_R=r_pad.bit_length() - 1,
                 E_BINS=max(K.next_pow2(num_local), 16), FILL=FILL, num_warps=8 if r_pad >= 1024 else 4,
             )
-        elif path == "small":
-            r_pad = max(K.next_pow2(num_routes), 16)
-            start = _empty(num_local, device)
-            K._plan_small_kernel[(1,)](
-                *common, sorted_routes, padded, block_expert, blocks, num_blocks, counts, start,
-                BLOCK_M=block_m, R_PAD=r_pad, E_TILE=max(16, min(K.next_pow2(num_local), 4096 // r_pad)),
-                FILL=FILL, num_warps=4,
-            )
         else:  # "parallel"
-            _launch_parallel(K, common, num_routes, num_local, block_m, padded, blocks,
-                             sorted_routes, block_expert, num_blocks, counts, chunk, e_tile)
+            _launch_parallel(K, common, num_routes, num_local, block_m, padded, blocks, sorted_routes,
+                             block_expert, num_blocks, counts, chunk or _auto_chunk(num_routes), e_tile)
     return RoutePlan(block_m, num_local, sorted_routes, block_expert, num_blocks, counts, no_permute)
 
 

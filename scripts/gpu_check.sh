@@ -11,8 +11,7 @@
 #   swiglu    fused SwiGLU + FP8 quantisation against the separate kernels
 #   kernels   per-kernel device time of one decode call (M 1, 8) against the floor and the graph time
 #   plan      route-plan time over routes x experts (target <= 3 us up to 2048 x 512)
-#   planpar   the compare plan (<= 64 routes) and the three-launch plan at 512 and 2048 routes,
-#             256-1024 routes per program
+#   planpar   the one-program plan forced and the three-launch plan forced, 512..65536 routes
 #   decode    fusedmoe bench, M 1..16, auto and both paths forced
 #   grouped   fusedmoe bench, M 32..8192 (GROUPED_TOKENS, GROUPED_FORMATS), auto, grouped and torch_grouped_mm
 #   presets   fusedmoe bench of the presets beyond PEERS (auto only, M 1..8192; issue 3's full table)
@@ -50,10 +49,9 @@ for step in $steps; do
     swiglu)   run swiglu python -m fusedmoe.bench.swiglu_quant --out "$out" ;;
     kernels)  run kernels python -m fusedmoe.bench.kernels --tokens 1,8 --out "$out" ;;
     plan)     run plan python -m fusedmoe.bench.plan --out "$out" ;;
-    planpar)  run plan_small python -m fusedmoe.bench.plan --routes 8,64 --path small
-              for c in 256 512 1024; do
-                run "plan_parallel_$c" python -m fusedmoe.bench.plan --routes 512,2048 --experts 64,512 --path parallel --chunk $c
-              done ;;
+    planpar)  run plan_single python -m fusedmoe.bench.plan --routes 512,768,1024,2048 --experts 64,512 --path single
+              run plan_parallel python -m fusedmoe.bench.plan --routes 512,768,1024,2048,16384,65536 --experts 64,512 \
+                --path parallel ;;
     tune)     mkdir -p "$out/configs" && cp -r fusedmoe/configs/NVIDIA_H200 "$out/configs/"
               run tune python -m fusedmoe tune --shape "${TUNE_SHAPES:-peers}" --formats "${TUNE_FORMATS:-bf16,fp8_tensor}" \
                 --tokens "${TUNE_TOKENS:-1,2,4,8}" --paths "${TUNE_PATHS:-route_direct}" --budget-min "${TUNE_MIN:-4}" \

@@ -135,29 +135,36 @@ def test_sizes_are_reached():
 def test_plan_launches():
     # documented launch counts per path
     assert plan_launches(0, 4) == 0
-    assert plan_launches(2048, 2048) == 1
-    assert plan_launches(2049, 4) == 3
+    assert plan_launches(512, 2048) == 1
+    assert plan_launches(513, 4) == 3  # three launches beat one program's sort from 768 routes (H200)
+    assert plan_launches(2048, 2048) == 3
     assert plan_launches(16, 2049) == 3
     assert plan_launches(100_000, 4, no_permute=True) == 1
 
 
+def test_parallel_chunk_rule():
+    # chunks of 256 routes up to 256 chunks, wider beyond, never wider than 2048
+    assert [plan_mod._auto_chunk(r) for r in (1, 256, 65536, 65537, 262144, 10**7)] == [256, 256, 256, 512, 1024, 2048]
+
+
+@pytest.mark.parametrize("path", ["single", "parallel"])
+def test_forced_paths_equal_the_reference(path):
+    # the same ids through either kernel family, across the auto threshold (512 routes)
+    for m in (64, 65, 96):
+        ids = _ids(m, 8, 300, drop=0.05)
+        _check(ids, 300, 16, path=path)
+
+
+def test_forced_path_errors():
+    ids = torch.zeros(2049, 1, dtype=torch.int32, device=_dev())
+    with pytest.raises(ValueError, match="path: 'single' needs"):
+        plan_mod._build(ids, 4, 16, path="single")
+    with pytest.raises(ValueError, match="path: expected"):
+        plan_mod._build(ids[:4], 4, 16, path="small")
+
+
 # ---------------------------------------------------------------------------------------------
 # the grid of shapes (one-program path and no-permute path, auto-chosen)
-
-
-@pytest.mark.parametrize("m,k", [(1, 1), (1, 8), (3, 7), (8, 8), (16, 4)])
-@pytest.mark.parametrize("e", [1, 5, 256, 2048])
-@pytest.mark.parametrize("block_m", [1, 16, 64])
-def test_small_compare_kernel(m, k, e, block_m):
-    # The no-sort kernel (<= 64 routes): the same plan as the reference, duplicate ids and -1
-    # included, with experts beyond one expert tile (2048), and an expert-parallel window.
-    ids = _ids(m, k, e, drop=0.2)
-    if m * k > 1:
-        ids.view(-1)[1] = ids.view(-1)[0]  # a token may repeat an expert
-    _check(ids, e, block_m, path="small")
-    _check(ids, e, block_m, path="small", expert_offset=e // 3, num_local_experts=max(1, e // 2))
-    with pytest.raises(ValueError, match="path"):
-        plan_mod._build(torch.zeros(65, 1, dtype=torch.int32, device=_dev()), e, block_m, path="small")
 
 
 @pytest.mark.parametrize("m", [0, 1, 3, 17, 64])  # empty, decode, odd, > one block, prefill-ish
@@ -296,20 +303,24 @@ class _LaunchCounter:
 
 
 @pytest.mark.parametrize(
-    "m, k, e, launches",
+    "m, k, e, path, launches",
     [
-        (256, 8, 64, 1),  # R = 2048: the largest one-program plan
-        (2049, 1, 64, 3),  # R = 2049: parallel
-        (2, 8, 2048, 1),  # E = 2048: one program, 2048 histogram bins
-        (2, 8, 2049, 3),  # E = 2049: parallel
+        (64, 8, 64, "auto", 1),  # R = 512: auto's largest one-program plan
+        (65, 8, 64, "auto", 3),  # R = 520: parallel
+        (256, 8, 64, "single", 1),  # R = 2048: the one program's largest plan (forced)
+        (2049, 1, 64, "auto", 3),  # R = 2049: parallel
+        (2, 8, 2048, "auto", 1),  # E = 2048: one program, 2048 histogram bins
+        (2, 8, 2049, "auto", 3),  # E = 2049: parallel
     ],
 )
-def test_single_parallel_boundary(monkeypatch, m, k, e, launches):
+def test_single_parallel_boundary(monkeypatch, m, k, e, path, launches):
     ids = _ids(m, k, e)
     ids[0, 0] = e - 1  # the last expert (top histogram bin) is always present
     counter = _LaunchCounter(monkeypatch)
-    _check(ids, e, 16)
-    assert len(counter.names) == launches == plan_launches(m * k, e)
+    _check(ids, e, 16, path=path)
+    assert len(counter.names) == launches
+    if path == "auto":
+        assert launches == plan_launches(m * k, e)
 
 
 def test_no_permute_is_one_launch(monkeypatch):
@@ -433,7 +444,7 @@ def test_bad_size_arguments():
     local_frac=st.none() | st.floats(0, 1),
     drop=st.sampled_from([0.0, 0.1, 0.5, 1.0]),
     int64=st.booleans(),
-    mode=st.sampled_from(["small", "single", "parallel", "no_permute"]),
+    mode=st.sampled_from(["single", "parallel", "no_permute"]),
     log_chunk=st.integers(4, 6),
     seed=st.integers(0, 2**31 - 1),
 )
@@ -443,8 +454,6 @@ def test_property(m, k, e, log_bm, offset_frac, local_frac, drop, int64, mode, l
     local = None if local_frac is None else max(1, round(local_frac * (e - offset)))
     ids = _ids(m, k, e, dtype=torch.int64 if int64 else torch.int32, drop=drop)
     kw = dict(expert_offset=offset, num_local_experts=local)
-    if mode == "small" and ids.numel() > 64:  # the compare kernel takes up to 64 routes
-        mode = "single"
     if mode == "no_permute":
         p = _check(ids, e, 2**log_bm, no_permute=True, **kw)
     else:

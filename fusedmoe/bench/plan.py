@@ -1,7 +1,7 @@
-"""Route-plan time against the issue-4 target (one program, <= 3 us for R <= 2048, E <= 512).
+"""Route-plan time against the issue-4 target (<= 3 us for R <= 2048, E <= 512).
 
     python -m fusedmoe.bench.plan [--routes 8,64,512,2048] [--experts 8,64,256,512] [--top-k 8]
-                                  [--block-m 16] [--path auto|small|single|parallel] [--chunk 2048] [--out DIR]
+                                  [--block-m 16] [--path auto|single|parallel] [--chunk N] [--out DIR]
 
 For each (routes R, experts E): top-k ids of R / k tokens drawn uniformly (distinct per
 token), the plan checked equal to ``plan.reference_plan``, then timed in a CUDA graph (50
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from ..plan import PAR_CHUNK, _build, plan_launches, reference_plan
+from ..plan import _build, plan_launches, reference_plan
 from .harness import graph_us
 
 TARGET_US = 3.0
@@ -30,7 +30,7 @@ def _ids(routes: int, experts: int, top_k: int) -> torch.Tensor:
 
 
 def run(routes: list[int], experts: list[int], top_k: int, block_m: int, path: str = "auto",
-        chunk: int = PAR_CHUNK) -> list[dict]:
+        chunk: int | None = None) -> list[dict]:
     rows = []
     for e in experts:
         for r in routes:
@@ -42,7 +42,7 @@ def run(routes: list[int], experts: list[int], top_k: int, block_m: int, path: s
                      and torch.equal(got.sorted_routes[:n], ref.sorted_routes[:n])
                      and torch.equal(got.block_expert[: n // block_m], ref.block_expert[: n // block_m]))
             us = graph_us(build)
-            launches = 3 if path == "parallel" else plan_launches(ids.numel(), e)
+            launches = {"single": 1, "parallel": 3}.get(path) or plan_launches(ids.numel(), e)
             rows.append(dict(routes=ids.numel(), experts=e, block_m=block_m, path=path, chunk=chunk,
                              launches=launches, us=us, equal=equal))
             print(f"R={ids.numel():6d} E={e:5d}: {us:6.2f} us, {rows[-1]['launches']} launch(es), "
@@ -56,8 +56,8 @@ def main(argv=None) -> int:
     ap.add_argument("--experts", default="8,64,256,512")
     ap.add_argument("--top-k", type=int, default=8)
     ap.add_argument("--block-m", type=int, default=16)
-    ap.add_argument("--path", default="auto", choices=("auto", "small", "single", "parallel"))
-    ap.add_argument("--chunk", type=int, default=PAR_CHUNK, help="routes per program of the parallel path")
+    ap.add_argument("--path", default="auto", choices=("auto", "single", "parallel"))
+    ap.add_argument("--chunk", type=int, help="routes per program of the parallel path (default: plan._auto_chunk)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
