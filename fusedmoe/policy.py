@@ -28,8 +28,8 @@ class Tile:
     swap_ab: weights on the MMA's M side, routes on N (grouped path: for BLOCK_M < 64;
     route-direct gate/up: the tensor-core form, which also streams a shared expert once;
     route-direct down, FP8 weights: the token's k expert tiles stacked into one MMA).
-    The route-direct GEMV forms (swap_ab False) have no software pipeline: num_stages >= 2
-    there loads each step's tile one step ahead (two in flight per program)."""
+    The route-direct GEMV forms (swap_ab False) ignore num_stages: their plain loads have no
+    software pipeline, and they compile with num_stages 1."""
 
     block_n: int
     block_k: int
@@ -37,11 +37,6 @@ class Tile:
     num_stages: int = 3
     split_k: int = 1
     swap_ab: bool = False
-
-    @property
-    def prefetch(self) -> bool:
-        """A GEMV tile that loads each K step one step ahead (num_stages >= 2)."""
-        return not self.swap_ab and self.num_stages >= 2
 
 
 @dataclass(frozen=True)
@@ -58,13 +53,10 @@ class GroupedConfig:
 @dataclass(frozen=True)
 class RouteDirectConfig:
     """Route-direct path: gate_up.block_n rows of I per program (x2: gate and up), split_k
-    splits of H; down.block_n rows of H per program, looping over the token's routes.
-    fused > 0 (GEMV tiles only): both steps in one launch of fused programs per SM, which
-    take the same work items from a ticket counter (``route_fused_kernel``); 0: two launches."""
+    splits of H; down.block_n rows of H per program, looping over the token's routes."""
 
     gate_up: Tile
     down: Tile
-    fused: int = 0
 
 
 def grouped_block_m(num_routes: int, num_experts: int) -> int:
@@ -192,7 +184,7 @@ def load_table(device_name: str, path: str) -> tuple[dict, ...]:
 def _from_dict(path: str, d: dict) -> GroupedConfig | RouteDirectConfig:
     if path == "grouped":
         return GroupedConfig(d["block_m"], Tile(**d["gate_up"]), Tile(**d["down"]), d.get("group_m", 1))
-    return RouteDirectConfig(Tile(**d["gate_up"]), Tile(**d["down"]), d.get("fused", 0))
+    return RouteDirectConfig(Tile(**d["gate_up"]), Tile(**d["down"]))
 
 
 def legal(path: str, cfg: GroupedConfig | RouteDirectConfig, fmt: str) -> bool:
@@ -211,9 +203,8 @@ def legal(path: str, cfg: GroupedConfig | RouteDirectConfig, fmt: str) -> bool:
     # the tensor-core down runs FP8 weights only, its stacked tile needs >= 16 rows
     dn_ok = not dn.swap_ab or (fmt in FP8_FORMATS and dn.block_n >= 16 and dn.block_k >= 16
                                and (fmt != "fp8_block" or dn.block_k == 128))
-    fused_ok = cfg.fused == 0 or (cfg.fused > 0 and not gu.swap_ab and not dn.swap_ab)
     return (pow2 and (fmt != "fp8_block" or all(t.block_k % 128 == 0 for t in tiles)) and dn.split_k == 1
-            and gu_ok and dn_ok and fused_ok)
+            and gu_ok and dn_ok)
 
 
 # A table entry measured for one format also serves formats that stream the same bytes.
@@ -234,7 +225,7 @@ def tuned_config(path: str, device_name: str, m: int, top_k: int, num_experts: i
             cfg = _from_dict(path, e["config"])
             if fmt == "fp8_block" and path == "route_direct":  # tensor-core tiles: one block scale per K step
                 cfg = RouteDirectConfig(*(dataclasses.replace(t, block_k=128) if t.swap_ab else t
-                                          for t in (cfg.gate_up, cfg.down)), cfg.fused)
+                                          for t in (cfg.gate_up, cfg.down)))
             if legal(path, cfg, fmt):
                 return cfg
     return None

@@ -37,21 +37,19 @@ MAX_REL_L2 = 0.01
 
 def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
     """(field, value) moves of the coordinate descent: 'gate_up'/'down' tiles, 'block_m',
-    'group_m', route-direct 'fused'."""
+    'group_m'."""
     fp8 = fmt in FP8_FORMATS
     if path == "route_direct":
-        for bn, bk, split, stages in itertools.product((4, 8, 16), (512, 1024, 2048), (1, 2, 4), (1, 2)):
-            yield "gate_up", policy.Tile(bn, bk, 8, stages, split)
+        for bn, bk, split in itertools.product((4, 8, 16), (512, 1024, 2048), (1, 2, 4)):  # GEMV form
+            yield "gate_up", policy.Tile(bn, bk, 8, 1, split)
         for bn, bk, split in itertools.product((16, 32, 64), (128, 256), (1, 2, 4)):  # tensor-core form
             if bn * bk <= 8192:  # FP8 at 64 x 256 spills (scripts/compile_check.py)
                 yield "gate_up", policy.Tile(bn, bk, 4, 3, split, swap_ab=True)
-        for dn, bk, warps, stages in itertools.product((4, 8, 16), (128, 256, 512), (4, 8), (1, 2)):
-            yield "down", policy.Tile(dn, bk, warps, stages)
+        for dn, bk, warps in itertools.product((4, 8, 16), (128, 256, 512), (4, 8)):
+            yield "down", policy.Tile(dn, bk, warps, 1)
         if fp8:  # tensor-core down
             for dn, bk in itertools.product((16, 32), (64, 128)):
                 yield "down", policy.Tile(dn, bk, 4, 3, swap_ab=True)
-        for programs_per_sm in (0, 1, 2, 4):  # one launch (GEMV tiles), or two
-            yield "fused", programs_per_sm
         return
     # Grouped tiles swap A and B exactly when BLOCK_M < 64 (``apply`` sets it): below 64 rows
     # the unswapped tile has no wgmma, above it the swap gains nothing (scripts/compile_check.py).

@@ -27,8 +27,8 @@ from triton.compiler import ASTSource
 from fusedmoe._epilogue_kernels import _combine_kernel, _quantize_rows_kernel, _swiglu_kernel
 from fusedmoe._plan_kernels import _plan_single_kernel, _plan_small_kernel
 from fusedmoe.paths._grouped_kernels import grouped_down_kernel, grouped_gate_up_kernel
-from fusedmoe.paths._route_direct_kernels import (route_down_kernel, route_down_mma_kernel, route_fused_kernel,
-                                                  route_gate_up_kernel, route_gate_up_mma_kernel)
+from fusedmoe.paths._route_direct_kernels import (route_down_kernel, route_down_mma_kernel, route_gate_up_kernel,
+                                                  route_gate_up_mma_kernel)
 
 TARGET = GPUTarget("cuda", 90, 32)
 CUOBJDUMP = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
@@ -69,12 +69,9 @@ CASES = [
     ("grouped_down fp8_tensor swap-AB M16", grouped_down_kernel, DOWN_FP8, grouped(16, 128, 128, True, True, 1), 4,
      True),
     ("route_gate_up bf16", route_gate_up_kernel, dict(x_ptr="*bf16", w_ptr="*bf16", ids_ptr="*i32"),
-     dict(W_SCALE=0, SPLIT_K=1, ACTIVATION=0, HAS_BIAS=False, BLOCK_N=8, BLOCK_K=2048, PREFETCH=False), 8, False),
+     dict(W_SCALE=0, SPLIT_K=1, ACTIVATION=0, HAS_BIAS=False, BLOCK_N=8, BLOCK_K=2048), 8, False),
     ("route_gate_up fp8_block split2 oai+bias", route_gate_up_kernel, dict(x_ptr="*bf16", w_ptr=FP8, ids_ptr="*i32"),
-     dict(W_SCALE=2, SPLIT_K=2, ACTIVATION=2, HAS_BIAS=True, BLOCK_N=8, BLOCK_K=1024, PREFETCH=False), 8, False),
-    ("route_gate_up fp8_tensor N16 K1024 prefetch", route_gate_up_kernel,
-     dict(x_ptr="*bf16", w_ptr=FP8, ids_ptr="*i32"),
-     dict(W_SCALE=1, SPLIT_K=1, ACTIVATION=0, HAS_BIAS=False, BLOCK_N=16, BLOCK_K=1024, PREFETCH=True), 8, False),
+     dict(W_SCALE=2, SPLIT_K=2, ACTIVATION=2, HAS_BIAS=True, BLOCK_N=8, BLOCK_K=1024), 8, False),
     ("route_gate_up_mma bf16 N32", route_gate_up_mma_kernel, dict(x_ptr="*bf16", w_ptr="*bf16", ids_ptr="*i32"),
      dict(W_SCALE=0, SPLIT_K=1, ACTIVATION=0, HAS_BIAS=False, BLOCK_N=32, BLOCK_K=256), 4, True),
     ("route_gate_up_mma fp8_block split2", route_gate_up_mma_kernel, dict(x_ptr="*bf16", w_ptr=FP8, ids_ptr="*i32"),
@@ -84,13 +81,10 @@ CASES = [
     ("route_gate_up_mma fp8_tensor N32 K256", route_gate_up_mma_kernel, dict(x_ptr="*bf16", w_ptr=FP8, ids_ptr="*i32"),
      dict(W_SCALE=1, SPLIT_K=1, ACTIVATION=0, HAS_BIAS=False, BLOCK_N=32, BLOCK_K=256), 4, True),
     ("route_down bf16 k8", route_down_kernel, dict(w_ptr="*bf16", ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16"),
-     dict(route_down(8, 0, 1, True, 0, False, 16, 128), PREFETCH=False), 8, False),
+     route_down(8, 0, 1, True, 0, False, 16, 128), 8, False),
     ("route_down fp8_block k6 split2 oai+bias", route_down_kernel,
      dict(w_ptr=FP8, ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16"),
-     dict(route_down(6, 2, 2, False, 2, True, 16, 256), PREFETCH=False), 8, False),
-    ("route_down fp8_tensor k8 N16 K128 prefetch", route_down_kernel,
-     dict(w_ptr=FP8, ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16"),
-     dict(route_down(8, 1, 1, False, 0, False, 16, 128), PREFETCH=True), 4, False),
+     route_down(6, 2, 2, False, 2, True, 16, 256), 8, False),
     ("route_down_mma fp8_block k8 N16", route_down_mma_kernel,
      dict(w_ptr=FP8, ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16"),
      route_down(8, 2, 1, True, 0, False, 16, 128), 4, True),
@@ -100,16 +94,6 @@ CASES = [
     ("plan one program R2048 E512", _plan_single_kernel, dict(ids_ptr="*i32", sorted_ptr="*i32",
      block_expert_ptr="*i32", num_blocks_ptr="*i32", counts_ptr="*i32", off_ptr="*i32"),
      dict(BLOCK_M=16, R_PAD=2048, LOG_R=11, E_BINS=512, FILL=1024), 8, False),
-    ("route_fused fp8_tensor k8 N16/8 K512/256", route_fused_kernel,
-     dict(x_ptr="*bf16", w13_ptr=FP8, w2_ptr=FP8, ids_ptr="*i32", sync_ptr="*i32", shared_ptr="*bf16",
-          out_ptr="*bf16"),
-     dict(TOPK=8, W_SCALE=1, SPLIT_K=1, ACTIVATION=0, HAS_BIAS=False, HAS_SHARED=False, GU_BLOCK_N=16,
-          GU_BLOCK_K=512, GU_PREFETCH=False, DN_BLOCK_N=8, DN_BLOCK_K=256, DN_PREFETCH=False), 8, False),
-    ("route_fused fp8_block k8 split2 prefetch", route_fused_kernel,
-     dict(x_ptr="*bf16", w13_ptr=FP8, w2_ptr=FP8, ids_ptr="*i32", sync_ptr="*i32", shared_ptr="*bf16",
-          out_ptr="*bf16"),
-     dict(TOPK=8, W_SCALE=2, SPLIT_K=2, ACTIVATION=0, HAS_BIAS=False, HAS_SHARED=True, GU_BLOCK_N=8,
-          GU_BLOCK_K=512, GU_PREFETCH=True, DN_BLOCK_N=8, DN_BLOCK_K=128, DN_PREFETCH=True), 8, False),
     ("plan one program R64 (compare)", _plan_small_kernel, dict(ids_ptr="*i32", sorted_ptr="*i32",
      block_expert_ptr="*i32", num_blocks_ptr="*i32", counts_ptr="*i32", start_ptr="*i32"),
      dict(BLOCK_M=16, R_PAD=64, E_TILE=64, FILL=1024), 4, False),
@@ -124,8 +108,7 @@ CASES = [
 # Integer arguments that are multiples of 16 at real model shapes: the JIT specialises those
 # (and 16-byte aligned pointers) at run time, which enables vectorised loads; compile alike.
 DIVISIBLE_BY_16 = {"H", "I", "hidden", "stride_x", "stride_we", "stride_wn", "stride_act", "stride_y", "stride_o",
-                   "stride_s", "stride_a", "stride_q", "stride_gu", "cols", "stride_w13e", "stride_w13n", "stride_w2e",
-                   "stride_w2n"}
+                   "stride_s", "stride_a", "stride_q", "stride_gu", "cols"}
 
 
 def compile_case(kernel, ptrs: dict, constexprs: dict, num_warps: int, num_stages: int = 3):

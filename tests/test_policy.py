@@ -1,6 +1,5 @@
 """Policy: heuristics, tuned-table lookup and its fallbacks, and the tuner's search loop."""
 
-import dataclasses
 import json
 
 import pytest
@@ -93,16 +92,6 @@ def test_descend_finds_the_minimum_and_skips_failures():
     assert t_best < t_start
 
 
-def test_descend_reaches_the_one_launch_form():
-    # The 'fused' move keeps the tiles; it is legal only with GEMV tiles (then it can win).
-    start = policy.RouteDirectConfig(policy.Tile(16, 512, 8, 1), policy.Tile(16, 128, 4, 1))
-    assert tune.apply(start, "fused", 2) == policy.RouteDirectConfig(start.gate_up, start.down, fused=2)
-    fake_time = lambda cfg: 10 - cfg.fused - (cfg.gate_up.swap_ab is False)  # noqa: E731
-    best, _, _ = tune.descend(start, list(tune.candidates("route_direct", "fp8_tensor")), "fp8_tensor",
-                              "route_direct", fake_time, deadline=float("inf"))
-    assert best.fused == 4 and not best.gate_up.swap_ab and policy.legal("route_direct", best, "fp8_tensor")
-
-
 @pytest.mark.parametrize("fmt", ["bf16", "fp8_block"])
 def test_grouped_moves_swap_exactly_below_64_rows(fmt):
     # Every grouped move the tuner makes keeps swap_ab == (BLOCK_M < 64) and stays legal.
@@ -147,19 +136,3 @@ def test_legal_rejects_what_the_kernels_cannot_run():
         assert not policy.legal("route_direct", policy.RouteDirectConfig(bad, down), "bf16")
     fp8_k16 = policy.GroupedConfig(16, policy.Tile(128, 16), policy.Tile(64, 16))
     assert not policy.legal("grouped", fp8_k16, "fp8_tensor") and policy.legal("grouped", fp8_k16, "bf16")
-
-
-def test_one_launch_form_takes_gemv_tiles_only():
-    gemv, down = policy.Tile(16, 512, 8, 1), policy.Tile(16, 128, 4, 1)
-    assert policy.legal("route_direct", policy.RouteDirectConfig(gemv, down, fused=2), "fp8_tensor")
-    mma = policy.Tile(32, 128, 4, 3, swap_ab=True)
-    assert not policy.legal("route_direct", policy.RouteDirectConfig(mma, down, fused=2), "bf16")
-    assert not policy.legal("route_direct", policy.RouteDirectConfig(gemv, policy.Tile(16, 128, 4, 3, swap_ab=True),
-                                                                     fused=2), "fp8_tensor")
-    assert not policy.legal("route_direct", policy.RouteDirectConfig(gemv, down, fused=-1), "bf16")
-
-
-def test_table_entries_without_fused_read_as_two_launches():
-    cfg = policy._from_dict("route_direct", {"gate_up": dataclasses.asdict(policy.Tile(16, 512, 8, 1)),
-                                             "down": dataclasses.asdict(policy.Tile(16, 128, 4, 1))})
-    assert cfg.fused == 0

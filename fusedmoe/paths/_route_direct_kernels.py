@@ -2,8 +2,8 @@
 
 At decode the layer is a stream of weight bytes; what limits a GEMV kernel is how many bytes
 each SM keeps in flight (plain loads are not software-pipelined), so both GEMV kernels issue
-one wide tile per step (BLOCK_K spans much of K), and with PREFETCH load the next step's
-tile before they reduce the current one.
+one wide tile per step: BLOCK_K spans much of K (the launcher compiles them with num_stages
+1, whatever the tile says).
 
 gate/up: one program per (route, tile of BLOCK_N rows of I, K split), routes fastest in the
 grid order so that routes sharing an expert stream each tile once from HBM and then from L2.  The route's expert is
@@ -16,9 +16,6 @@ reduces them and applies SwiGLU as it reads them (the split reduction costs no l
 down + combine: one program per (token, tile of BLOCK_N rows of H) loads the rows of all the
 token's k experts at once, a [k, BLOCK_N, BLOCK_K] tile, and reduces over K, then over the
 routes with their weights: deterministic, no position map, no atomics.
-
-One launch (``route_fused_kernel``): the same GEMV work items, gate/up then down, taken by a
-persistent grid from a ticket counter; down items wait for a count of finished gate/up items.
 
 Block scales (W_SCALE == 2) need BLOCK_K to be a multiple of 128: products are summed per
 128-column group, scaled, then summed.
@@ -44,11 +41,12 @@ def _row_dot(w, v, scale_ptrs, scale_ok, W_SCALE: tl.constexpr, ROWS: tl.constex
 
 
 @triton.jit
-def _gate_up_program(pid, R, I, H, SPLIT_K: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    """Gate/up work item pid's route r, tile nt of I, split s, its 2*BLOCK_N weight rows
+def _gate_up_program(R, I, H, SPLIT_K: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """This gate/up program's route r, tile nt of I, split s, its 2*BLOCK_N weight rows
     (gate rows then up rows: w_rows, valid n_ok, scale-block rows s_rows) and K range
-    [k_lo, k_hi).  Routes change fastest in the item order, so routes that share an expert
-    read the same tile at the same time (L2)."""
+    [k_lo, k_hi).  Routes change fastest in the grid, so routes that share an expert read
+    the same tile at the same time (L2)."""
+    pid = tl.program_id(0)
     r = pid % R
     rest = pid // R
     nt = rest // SPLIT_K
@@ -64,34 +62,19 @@ def _gate_up_program(pid, R, I, H, SPLIT_K: tl.constexpr, BLOCK_N: tl.constexpr,
 
 
 @triton.jit
-def _gate_up_step_loads(x_base, w_base, k0, k_hi, offs_k, n_ok):
-    """One gate/up GEMV step's tiles as stored: x [BLOCK_K] and w [2*BLOCK_N, BLOCK_K] at
-    columns k0 + offs_k (masked to k_hi: all-masked past the end, which reads nothing)."""
-    kk = k0 + offs_k
-    k_ok = kk < k_hi
-    v = tl.load(x_base + kk, mask=k_ok, other=0.0)
-    w = tl.load(w_base + kk[None, :], mask=n_ok[:, None] & k_ok[None, :], other=0.0)
-    return v, w
-
-
-@triton.jit
-def _gate_up_step(v, w, k0, k_hi, offs_g, s_base, n_ok, W_SCALE: tl.constexpr, BLOCK_N: tl.constexpr,
-                  BLOCK_K: tl.constexpr):
-    """[2*BLOCK_N] partial sums of one gate/up GEMV step (weights upcast to fp32; block scales
-    from s_base [2*BLOCK_N, 1] + the step's 128-column groups)."""
-    g = k0 // 128 + offs_g
-    return _row_dot(w.to(tl.float32), v.to(tl.float32)[None, :], s_base + g[None, :],
-                    n_ok[:, None] & (g * 128 < k_hi)[None, :], W_SCALE, 2 * BLOCK_N, BLOCK_K)
-
-
-@triton.jit
-def _gate_up_gemv(r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi, e, x_ptr, w_ptr, ws_ptr, b_ptr, act_ptr,
-                  I, R, TOPK, stride_x, stride_we, stride_wn, stride_wse, stride_wsn,
-                  W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr,
-                  BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PREFETCH: tl.constexpr):
-    """The GEMV gate/up work of one item (``_gate_up_program``) whose route is held, on local
-    expert e: its act rows (SwiGLU) or its split's raw partial sums."""
-    e = e.to(tl.int64)
+def route_gate_up_kernel(
+        x_ptr, w_ptr, ws_ptr, b_ptr, ids_ptr, act_ptr,
+        H, I, R, expert_offset, num_local, TOPK, stride_x, stride_we, stride_wn, stride_wse, stride_wsn,
+        W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr,
+        BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """SPLIT_K == 1: act[r, n] = act(G_e x_t + b_g)[n] * (U_e x_t + b_u)[n]; else act[s, r, :] =
+    partial [G_e x_t, U_e x_t] over the s-th K range (the bias in split 0).  e = ids[r] -
+    expert_offset, t = r // TOPK; bias b [E, 2I] if HAS_BIAS."""
+    r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi = _gate_up_program(R, I, H, SPLIT_K, BLOCK_N, BLOCK_K)
+    gid = tl.load(ids_ptr + r)
+    if not is_held(gid, expert_offset, num_local):
+        return
+    e = (gid - expert_offset).to(tl.int64)
     tok = (r // TOPK).to(tl.int64)
     offs_k = tl.arange(0, BLOCK_K)
     offs_g = tl.arange(0, BLOCK_K // 128) if W_SCALE == 2 else tl.arange(0, 1)
@@ -99,16 +82,14 @@ def _gate_up_gemv(r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi, e, x_ptr, w_ptr, w
     x_base = x_ptr + tok * stride_x
     acc = tl.zeros([2 * BLOCK_N], dtype=tl.float32)
     s_base = ws_ptr + e * stride_wse + s_rows[:, None] * stride_wsn
-    if PREFETCH:  # the next step's tiles load before this step's are reduced: two loads in flight
-        v_next, w_next = _gate_up_step_loads(x_base, w_base, k_lo, k_hi, offs_k, n_ok)
-        for k0 in range(k_lo, k_hi, BLOCK_K):
-            v, w = v_next, w_next
-            v_next, w_next = _gate_up_step_loads(x_base, w_base, k0 + BLOCK_K, k_hi, offs_k, n_ok)
-            acc += _gate_up_step(v, w, k0, k_hi, offs_g, s_base, n_ok, W_SCALE, BLOCK_N, BLOCK_K)
-    else:
-        for k0 in range(k_lo, k_hi, BLOCK_K):
-            v, w = _gate_up_step_loads(x_base, w_base, k0, k_hi, offs_k, n_ok)
-            acc += _gate_up_step(v, w, k0, k_hi, offs_g, s_base, n_ok, W_SCALE, BLOCK_N, BLOCK_K)
+    for k0 in range(k_lo, k_hi, BLOCK_K):
+        kk = k0 + offs_k
+        k_ok = kk < k_hi
+        v = tl.load(x_base + kk, mask=k_ok, other=0.0)
+        w = tl.load(w_base + kk[None, :], mask=n_ok[:, None] & k_ok[None, :], other=0.0)
+        g = k0 // 128 + offs_g
+        acc += _row_dot(w.to(tl.float32), v.to(tl.float32)[None, :], s_base + g[None, :],
+                        n_ok[:, None] & (g * 128 < k_hi)[None, :], W_SCALE, 2 * BLOCK_N, BLOCK_K)
     if W_SCALE == 1:
         acc = acc * tl.load(ws_ptr + e)
     if HAS_BIAS:
@@ -120,24 +101,6 @@ def _gate_up_gemv(r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi, e, x_ptr, w_ptr, w
     else:
         base = act_ptr + (s.to(tl.int64) * R + r) * (2 * I)
         tl.store(base + w_rows, acc, mask=n_ok)
-
-
-@triton.jit
-def route_gate_up_kernel(
-        x_ptr, w_ptr, ws_ptr, b_ptr, ids_ptr, act_ptr,
-        H, I, R, expert_offset, num_local, TOPK, stride_x, stride_we, stride_wn, stride_wse, stride_wsn,
-        W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr,
-        BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PREFETCH: tl.constexpr = False):
-    """SPLIT_K == 1: act[r, n] = act(G_e x_t + b_g)[n] * (U_e x_t + b_u)[n]; else act[s, r, :] =
-    partial [G_e x_t, U_e x_t] over the s-th K range (the bias in split 0).  e = ids[r] -
-    expert_offset, t = r // TOPK; bias b [E, 2I] if HAS_BIAS."""
-    r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi = _gate_up_program(tl.program_id(0), R, I, H, SPLIT_K, BLOCK_N, BLOCK_K)
-    gid = tl.load(ids_ptr + r)
-    if not is_held(gid, expert_offset, num_local):
-        return
-    _gate_up_gemv(r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi, gid - expert_offset, x_ptr, w_ptr, ws_ptr, b_ptr, act_ptr,
-                  I, R, TOPK, stride_x, stride_we, stride_wn, stride_wse, stride_wsn,
-                  W_SCALE, SPLIT_K, ACTIVATION, HAS_BIAS, BLOCK_N, BLOCK_K, PREFETCH)
 
 
 @triton.jit
@@ -192,7 +155,7 @@ def route_gate_up_mma_kernel(
     per row (``_fp16_rows``), applied back to that step's fp32 partial.  Products are summed
     in fp32.  Block scales need BLOCK_K 128."""
     MATES: tl.constexpr = 16
-    r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi = _gate_up_program(tl.program_id(0), R, I, H, SPLIT_K, BLOCK_N, BLOCK_K)
+    r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi = _gate_up_program(R, I, H, SPLIT_K, BLOCK_N, BLOCK_K)
     gid = tl.load(ids_ptr + r)
     if not is_held(gid, expert_offset, num_local):
         return
@@ -236,45 +199,19 @@ def route_gate_up_mma_kernel(
 
 
 @triton.jit
-def _load_act(act_ptr, r, ok, kk, I, R, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, CACHE: tl.constexpr):
-    """Activation output [KP, BLOCK_K] of routes r [KP] at columns kk, reducing K-split partials
-    (CACHE ".cg": read from L2, for rows written by other programs of the same launch)."""
+def _load_act(act_ptr, r, ok, kk, I, R, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr):
+    """Activation output [KP, BLOCK_K] of routes r [KP] at columns kk, reducing K-split partials."""
     mask = ok[:, None] & (kk < I)[None, :]
     r64 = r.to(tl.int64)[:, None]
     if SPLIT_K == 1:
-        return tl.load(act_ptr + r64 * I + kk[None, :], mask=mask, other=0.0, cache_modifier=CACHE)
+        return tl.load(act_ptr + r64 * I + kk[None, :], mask=mask, other=0.0)
     gate = tl.zeros([r.shape[0], kk.shape[0]], dtype=tl.float32)
     up = tl.zeros([r.shape[0], kk.shape[0]], dtype=tl.float32)
     for s in tl.static_range(SPLIT_K):
         base = act_ptr + (r64 + s * R) * (2 * I) + kk[None, :]
-        gate += tl.load(base, mask=mask, other=0.0, cache_modifier=CACHE)
-        up += tl.load(base + I, mask=mask, other=0.0, cache_modifier=CACHE)
+        gate += tl.load(base, mask=mask, other=0.0)
+        up += tl.load(base + I, mask=mask, other=0.0)
     return glu(gate, up, ACTIVATION)
-
-
-@triton.jit
-def _down_step_load(w_rows, row_ok, kk, I):
-    """The down GEMV's weight tile [KP, BLOCK_N, BLOCK_K] at columns kk, as stored (masked to I)."""
-    return tl.load(w_rows + kk[None, None, :], mask=row_ok[:, :, None] & (kk < I)[None, None, :], other=0.0)
-
-
-@triton.jit
-def _down_step(act_ptr, w, r, held, row_ok, k0, offs_k, offs_g, s_base, I, R, KP: tl.constexpr,
-               W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, BLOCK_N: tl.constexpr,
-               BLOCK_K: tl.constexpr, CACHE: tl.constexpr):
-    """[KP, BLOCK_N] partial down products of one GEMV step: weights w [KP, BLOCK_N, BLOCK_K]
-    (upcast to fp32) against the routes' activation columns k0 + offs_k (block scales from
-    s_base [KP, BLOCK_N] + the step's 128-column groups)."""
-    kk = k0 + offs_k
-    a = _load_act(act_ptr, r, held, kk, I, R, SPLIT_K, ACTIVATION, CACHE)
-    w = tl.reshape(w.to(tl.float32), (KP * BLOCK_N, BLOCK_K))
-    v = tl.reshape(tl.broadcast_to(a[:, None, :], (KP, BLOCK_N, BLOCK_K)), (KP * BLOCK_N, BLOCK_K))
-    g = k0 // 128 + offs_g
-    sp = tl.reshape(tl.broadcast_to(s_base[:, :, None], (KP, BLOCK_N, offs_g.shape[0])),
-                    (KP * BLOCK_N, offs_g.shape[0])) + g[None, :]
-    s_ok = tl.reshape(tl.broadcast_to(row_ok[:, :, None], (KP, BLOCK_N, offs_g.shape[0])),
-                      (KP * BLOCK_N, offs_g.shape[0])) & (g * 128 < I)[None, :]
-    return tl.reshape(_row_dot(w, v, sp, s_ok, W_SCALE, KP * BLOCK_N, BLOCK_K), (KP, BLOCK_N))
 
 
 @triton.jit
@@ -309,26 +246,11 @@ def route_down_kernel(
         act_ptr, w_ptr, ws_ptr, b_ptr, ids_ptr, tw_ptr, shared_ptr, out_ptr,
         H, I, R, expert_offset, num_local, stride_we, stride_wn, stride_wse, stride_wsn, stride_s, stride_o,
         TOPK: tl.constexpr, W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, HAS_SHARED: tl.constexpr,
-        ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-        PREFETCH: tl.constexpr = False):
+        ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     """out[t, n] = sum_j w[t,j] * (W2_e act_r + b_e)[n] (+ shared[t, n]), r = t*TOPK + j, over held
     routes; bias b [E, H] if HAS_BIAS."""
-    _down_gemv(tl.program_id(0), act_ptr, w_ptr, ws_ptr, b_ptr, ids_ptr, tw_ptr, shared_ptr, out_ptr,
-               H, I, R, expert_offset, num_local, stride_we, stride_wn, stride_wse, stride_wsn, stride_s, stride_o,
-               ids_ptr, 0, TOPK, W_SCALE, SPLIT_K, HAS_SHARED, ACTIVATION, HAS_BIAS, BLOCK_N, BLOCK_K, PREFETCH, False)
-
-
-@triton.jit
-def _down_gemv(pid, act_ptr, w_ptr, ws_ptr, b_ptr, ids_ptr, tw_ptr, shared_ptr, out_ptr,
-               H, I, R, expert_offset, num_local, stride_we, stride_wn, stride_wse, stride_wsn, stride_s, stride_o,
-               sync_ptr, num_gate_up,
-               TOPK: tl.constexpr, W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, HAS_SHARED: tl.constexpr,
-               ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-               PREFETCH: tl.constexpr, WAIT: tl.constexpr):
-    """Down work item pid of route_down_kernel: token t = pid % M, rows n of its tile of H.
-    WAIT (one launch): read act only after every gate/up item is done (``_wait_for_gate_up``;
-    with PREFETCH the first weight tile is already loading), from L2."""
     KP: tl.constexpr = triton.next_power_of_2(TOPK)
+    pid = tl.program_id(0)
     t = pid % (R // TOPK)  # token-fastest, as in gate/up: shared experts' tiles meet in L2
     n = (pid // (R // TOPK)) * BLOCK_N + tl.arange(0, BLOCK_N)
     n_ok = n < H
@@ -339,23 +261,18 @@ def _down_gemv(pid, act_ptr, w_ptr, ws_ptr, b_ptr, ids_ptr, tw_ptr, shared_ptr, 
     offs_g = tl.arange(0, BLOCK_K // 128) if W_SCALE == 2 else tl.arange(0, 1)
     s_base = ws_ptr + e[:, None] * stride_wse + (n // 128)[None, :] * stride_wsn
     acc = tl.zeros([KP, BLOCK_N], dtype=tl.float32)
-    CACHE: tl.constexpr = ".cg" if WAIT else ""  # act rows written by other programs of this launch
-    if PREFETCH:  # the next step's weights load while this step reduces (as in gate/up)
-        w_next = _down_step_load(w_ptr + w_rows, row_ok, offs_k, I)
-        if WAIT:
-            _wait_for_gate_up(sync_ptr, num_gate_up)
-        for k0 in range(0, I, BLOCK_K):
-            w = w_next
-            w_next = _down_step_load(w_ptr + w_rows, row_ok, k0 + BLOCK_K + offs_k, I)
-            acc += _down_step(act_ptr, w, r, held, row_ok, k0, offs_k, offs_g, s_base, I, R,
-                              KP, W_SCALE, SPLIT_K, ACTIVATION, BLOCK_N, BLOCK_K, CACHE)
-    else:
-        if WAIT:
-            _wait_for_gate_up(sync_ptr, num_gate_up)
-        for k0 in range(0, I, BLOCK_K):
-            w = _down_step_load(w_ptr + w_rows, row_ok, k0 + offs_k, I)
-            acc += _down_step(act_ptr, w, r, held, row_ok, k0, offs_k, offs_g, s_base, I, R,
-                              KP, W_SCALE, SPLIT_K, ACTIVATION, BLOCK_N, BLOCK_K, CACHE)
+    for k0 in range(0, I, BLOCK_K):
+        kk = k0 + offs_k
+        w = tl.load(w_ptr + w_rows + kk[None, None, :], mask=row_ok[:, :, None] & (kk < I)[None, None, :], other=0.0)
+        a = _load_act(act_ptr, r, held, kk, I, R, SPLIT_K, ACTIVATION)
+        w = tl.reshape(w.to(tl.float32), (KP * BLOCK_N, BLOCK_K))
+        v = tl.reshape(tl.broadcast_to(a[:, None, :], (KP, BLOCK_N, BLOCK_K)), (KP * BLOCK_N, BLOCK_K))
+        g = k0 // 128 + offs_g
+        sp = tl.reshape(tl.broadcast_to(s_base[:, :, None], (KP, BLOCK_N, offs_g.shape[0])),
+                        (KP * BLOCK_N, offs_g.shape[0])) + g[None, :]
+        s_ok = tl.reshape(tl.broadcast_to(row_ok[:, :, None], (KP, BLOCK_N, offs_g.shape[0])),
+                          (KP * BLOCK_N, offs_g.shape[0])) & (g * 128 < I)[None, :]
+        acc += tl.reshape(_row_dot(w, v, sp, s_ok, W_SCALE, KP * BLOCK_N, BLOCK_K), (KP, BLOCK_N))
     _combine_token(acc, r, held, e, t, n, n_ok, ws_ptr, b_ptr, tw_ptr, shared_ptr, out_ptr, H, stride_s, stride_o,
                    W_SCALE, HAS_BIAS, HAS_SHARED)
 
@@ -391,7 +308,7 @@ def route_down_mma_kernel(
     acc = tl.zeros([KP * BLOCK_N, NC], dtype=tl.float32)
     for k0 in range(0, I, BLOCK_K):
         kk = k0 + offs_k
-        a16, sa = _fp16_rows(_load_act(act_ptr, r_c, held_c, kk, I, R, SPLIT_K, ACTIVATION, ""))
+        a16, sa = _fp16_rows(_load_act(act_ptr, r_c, held_c, kk, I, R, SPLIT_K, ACTIVATION))
         w = tl.load(w_rows + kk[None, :], mask=row_ok[:, None] & (kk < I)[None, :], other=0.0).to(tl.float16)
         part = tl.dot(w, tl.trans(a16)) * sa[None, :]
         if W_SCALE == 2:
@@ -405,65 +322,3 @@ def route_down_mma_kernel(
     n = n0 + tl.arange(0, BLOCK_N)
     _combine_token(y, r, held, e, t, n, n < H, ws_ptr, b_ptr, tw_ptr, shared_ptr, out_ptr, H, stride_s, stride_o,
                    W_SCALE, HAS_BIAS, HAS_SHARED)
-
-
-# The one-launch form's counters, int32 offsets into its sync buffer, one 128-byte line each
-# (the ticket, spin and release traffic do not share a line).
-SYNC_TICKET = tl.constexpr(0)
-SYNC_DONE = tl.constexpr(32)
-SYNC_FINISHED = tl.constexpr(64)
-SYNC_INTS = tl.constexpr(96)
-
-
-@triton.jit
-def _wait_for_gate_up(sync_ptr, num_gate_up):
-    """Spin until the count of finished gate/up items reaches num_gate_up; acquire, then a CTA barrier."""
-    done = tl.atomic_add(sync_ptr + SYNC_DONE, 0, sem="acquire")
-    while done < num_gate_up:
-        done = tl.atomic_add(sync_ptr + SYNC_DONE, 0, sem="acquire")
-    tl.debug_barrier()
-
-
-@triton.jit
-def route_fused_kernel(
-        x_ptr, w13_ptr, w13s_ptr, b13_ptr, ids_ptr, act_ptr, w2_ptr, w2s_ptr, b2_ptr, tw_ptr, shared_ptr, out_ptr,
-        sync_ptr, H, I, R, expert_offset, num_local, num_gate_up, num_items,
-        stride_x, stride_w13e, stride_w13n, stride_w13se, stride_w13sn,
-        stride_w2e, stride_w2n, stride_w2se, stride_w2sn, stride_s, stride_o,
-        TOPK: tl.constexpr, W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr,
-        HAS_BIAS: tl.constexpr, HAS_SHARED: tl.constexpr,
-        GU_BLOCK_N: tl.constexpr, GU_BLOCK_K: tl.constexpr, GU_PREFETCH: tl.constexpr,
-        DN_BLOCK_N: tl.constexpr, DN_BLOCK_K: tl.constexpr, DN_PREFETCH: tl.constexpr):
-    """Both GEMV steps in one launch: a persistent grid takes work items from a ticket counter,
-    first the num_gate_up gate/up items (route_gate_up_kernel's programs), then the down items
-    (route_down_kernel's).  A down item reads act once every gate/up item has signalled that
-    its act rows are written (with DN_PREFETCH its first weight tile loads while it waits).
-    Tickets go out in order, so every gate/up item is held by a running program, which never
-    waits: no deadlock at any grid size.  The sums are the two launches' (bitwise their
-    output when both tiles use the launch's warps).
-
-    sync [SYNC_INTS] int32, zero on entry: next ticket, gate/up items done, programs finished
-    (SYNC_* offsets); the last program to finish zeroes it for the next launch (graph replays
-    included).  Launches that may overlap need separate sync buffers (``route_direct._sync_buffer``)."""
-    item = tl.atomic_add(sync_ptr + SYNC_TICKET, 1)
-    while item < num_items:
-        if item < num_gate_up:
-            r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi = _gate_up_program(item, R, I, H, SPLIT_K, GU_BLOCK_N,
-                                                                          GU_BLOCK_K)
-            gid = tl.load(ids_ptr + r)
-            if is_held(gid, expert_offset, num_local):
-                _gate_up_gemv(r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi, gid - expert_offset, x_ptr, w13_ptr,
-                              w13s_ptr, b13_ptr, act_ptr, I, R, TOPK, stride_x, stride_w13e, stride_w13n,
-                              stride_w13se, stride_w13sn, W_SCALE, SPLIT_K, ACTIVATION, HAS_BIAS,
-                              GU_BLOCK_N, GU_BLOCK_K, GU_PREFETCH)
-            tl.debug_barrier()  # every thread's act stores precede the release below
-            tl.atomic_add(sync_ptr + SYNC_DONE, 1, sem="release")
-        else:
-            _down_gemv(item - num_gate_up, act_ptr, w2_ptr, w2s_ptr, b2_ptr, ids_ptr, tw_ptr, shared_ptr, out_ptr,
-                       H, I, R, expert_offset, num_local, stride_w2e, stride_w2n, stride_w2se, stride_w2sn,
-                       stride_s, stride_o, sync_ptr, num_gate_up, TOPK, W_SCALE, SPLIT_K, HAS_SHARED, ACTIVATION,
-                       HAS_BIAS, DN_BLOCK_N, DN_BLOCK_K, DN_PREFETCH, True)
-        item = tl.atomic_add(sync_ptr + SYNC_TICKET, 1)
-    if tl.atomic_add(sync_ptr + SYNC_FINISHED, 1) == tl.num_programs(0) - 1:
-        line = tl.arange(0, 128)
-        tl.store(sync_ptr + line, tl.zeros([128], dtype=tl.int32), mask=line < SYNC_INTS)
