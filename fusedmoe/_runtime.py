@@ -51,6 +51,18 @@ def num_sms(device: torch.device) -> int:
     return INTERPRETER_SMS
 
 
+@functools.lru_cache(maxsize=None)
+def _capability(index: int) -> tuple[int, int]:
+    return torch.cuda.get_device_capability(index)
+
+
+def has_pdl(device: torch.device) -> bool:
+    """Whether kernels on ``device`` can use programmatic dependent launch (CUDA, sm_90+)."""
+    if device.type != "cuda":
+        return False
+    return _capability(device.index if device.index is not None else torch.cuda.current_device()) >= (9, 0)
+
+
 def cdiv(a: int, b: int) -> int:
     """ceil(a / b) for launch grids: plain integers (``triton.cdiv`` costs microseconds a call on the host path)."""
     return -(-a // b)

@@ -51,8 +51,8 @@ def layer_inputs(shape, m, gen, dtype=torch.bfloat16):
 
 def variants(path: str, m: int, shape, fmt: str) -> list[tuple[str, object]]:
     """(label, config) runs of a path: its dispatched config (None), for route-direct also the
-    tensor-core forms (gate/up, and down with FP8 weights; the tuned tables may pick them),
-    for grouped FP8 also K steps of 64."""
+    tensor-core forms (gate/up, and down with FP8 weights; the tuned tables may pick them)
+    and both forms launched with PDL, for grouped FP8 also K steps of 64."""
     if path != "route_direct":
         if fmt not in FP8_FORMATS:
             return [(path, None)]
@@ -68,7 +68,8 @@ def variants(path: str, m: int, shape, fmt: str) -> list[tuple[str, object]]:
                                       shape.intermediate_size, fmt, sms)
     down = policy.Tile(16, 128, 4, 3, swap_ab=True) if fmt in FP8_FORMATS else base.down  # FP8: tensor-core down too
     mma = policy.RouteDirectConfig(policy.Tile(32, 128, 4, 3, 2, swap_ab=True), down)
-    return [(path, None), (path + "_mma", mma)]
+    return [(path, None), (path + "_mma", mma), (path + "_pdl", dataclasses.replace(base, pdl=True)),
+            (path + "_mma_pdl", dataclasses.replace(mma, pdl=True))]
 
 
 def accuracy(out_dir: Path, tokens=(1, 8, 64, 512, 4096)) -> list[dict]:

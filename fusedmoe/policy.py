@@ -53,10 +53,13 @@ class GroupedConfig:
 @dataclass(frozen=True)
 class RouteDirectConfig:
     """Route-direct path: gate_up.block_n rows of I per program (x2: gate and up), split_k
-    splits of H; down.block_n rows of H per program, looping over the token's routes."""
+    splits of H; down.block_n rows of H per program, looping over the token's routes.
+    pdl: launch both kernels with programmatic dependent launch where the GPU has it (sm_90+),
+    so that the down grid starts and loads its first weights while gate/up finishes."""
 
     gate_up: Tile
     down: Tile
+    pdl: bool = False
 
 
 def grouped_block_m(num_routes: int, num_experts: int) -> int:
@@ -184,7 +187,7 @@ def load_table(device_name: str, path: str) -> tuple[dict, ...]:
 def _from_dict(path: str, d: dict) -> GroupedConfig | RouteDirectConfig:
     if path == "grouped":
         return GroupedConfig(d["block_m"], Tile(**d["gate_up"]), Tile(**d["down"]), d.get("group_m", 1))
-    return RouteDirectConfig(Tile(**d["gate_up"]), Tile(**d["down"]))
+    return RouteDirectConfig(Tile(**d["gate_up"]), Tile(**d["down"]), d.get("pdl", False))
 
 
 def legal(path: str, cfg: GroupedConfig | RouteDirectConfig, fmt: str) -> bool:

@@ -2,7 +2,7 @@
 
     fusedmoe tune (--shape NAME[,NAME..]|peers | --config config.json) [--tp N] [--ep N]
                   [--formats bf16,fp8_tensor] [--tokens 1,2,4,8,...] [--paths route_direct,grouped]
-                  [--budget-min 20] [--force] [--out-dir fusedmoe/configs]
+                  [--budget-min 20] [--force] [--out-dir fusedmoe/configs] [--log candidates.jsonl]
 
 For each (shape, format, path, token count): coordinate descent from the policy's heuristic
 over the candidate tiles of each GEMM (and BLOCK_M for the grouped path), every candidate
@@ -37,7 +37,7 @@ MAX_REL_L2 = 0.01
 
 def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
     """(field, value) moves of the coordinate descent: 'gate_up'/'down' tiles, 'block_m',
-    'group_m'."""
+    'group_m', route-direct 'pdl'."""
     fp8 = fmt in FP8_FORMATS
     if path == "route_direct":
         for bn, bk, split in itertools.product((4, 8, 16), (512, 1024, 2048), (1, 2, 4)):  # GEMV form
@@ -50,6 +50,8 @@ def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
         if fp8:  # tensor-core down
             for dn, bk in itertools.product((16, 32), (64, 128)):
                 yield "down", policy.Tile(dn, bk, 4, 3, swap_ab=True)
+        for pdl in (False, True):  # programmatic dependent launch (sm_90+)
+            yield "pdl", pdl
         return
     # Grouped tiles swap A and B exactly when BLOCK_M < 64 (``apply`` sets it): below 64 rows
     # the unswapped tile has no wgmma, above it the swap gains nothing (scripts/compile_check.py).
@@ -76,11 +78,15 @@ def apply(cfg, field: str, value):
 
 
 def descend(start, moves: list[tuple[str, object]], fmt: str, path: str, time_us: Callable[[object], float],
-            deadline: float) -> tuple[object, float, float]:
+            deadline: float, record: Callable[[object, float | None, str | None], None] | None = None,
+            ) -> tuple[object, float, float]:
     """One coordinate-descent sweep: for each field in turn, try every move from the best so far.
-    Returns (best config, its time, the start's time); illegal or failing candidates are skipped."""
+    Returns (best config, its time, the start's time); illegal or failing candidates are skipped.
+    ``record(config, us or None, error or None)`` sees every timed candidate, the start first."""
+    record = record or (lambda cfg, us, err: None)
     best, t_best = start, time_us(start)
     t_start = t_best
+    record(start, t_start, None)
     for field in dict.fromkeys(f for f, _ in moves):
         base = best
         for f, v in moves:
@@ -91,8 +97,10 @@ def descend(start, moves: list[tuple[str, object]], fmt: str, path: str, time_us
                 continue
             try:
                 t = time_us(cfg)
-            except Exception:  # a config the compiler or the GPU rejects is not a candidate
+            except Exception as e:  # a config the compiler or the GPU rejects is not a candidate
+                record(cfg, None, f"{type(e).__name__}: {str(e)[:200]}")
                 continue
+            record(cfg, t, None)
             if t < t_best:
                 best, t_best = cfg, t
     return best, t_best, t_start
@@ -187,8 +195,10 @@ def _entry_key(e: dict) -> tuple:
     return (e["num_experts"], e["top_k"], e["hidden"], e["inter"], e["format"], e["tokens"])
 
 
-def run(shapes, formats, tokens, paths, budget_s: float, out_dir: Path, force: bool = False) -> int:
-    """Tune every case within ``budget_s`` seconds; returns the number of entries written."""
+def run(shapes, formats, tokens, paths, budget_s: float, out_dir: Path, force: bool = False,
+        log: Path | None = None) -> int:
+    """Tune every case within ``budget_s`` seconds; returns the number of entries written.
+    ``log``: every timed candidate appended as a JSON line (case, config, us or error)."""
     from .bench.report import Progress
 
     dev = torch.device("cuda")
@@ -218,7 +228,14 @@ def run(shapes, formats, tokens, paths, budget_s: float, out_dir: Path, force: b
             timer = _case_timer(shape, fmt, path, m, dev)
             start = policy.select_config(path, m, shape.top_k, shape.num_local_experts, shape.hidden_size,
                                          shape.intermediate_size, fmt, dev_name, num_sms(dev))
-            best, t_best, t_start = descend(start, list(candidates(path, fmt)), fmt, path, timer, deadline)
+            case = dict(path=path, shape=shape.name, format=fmt, tokens=m)
+
+            def record(cfg, us, err, case=case):
+                if log is not None:
+                    with open(log, "a") as f:
+                        f.write(json.dumps(dict(case, config=_as_dict(cfg), us=us, error=err)) + "\n")
+
+            best, t_best, t_start = descend(start, list(candidates(path, fmt)), fmt, path, timer, deadline, record)
             key = (shape.num_local_experts, shape.top_k, shape.hidden_size, shape.intermediate_size, fmt, m)
             doc["entries"] = [e for e in doc["entries"] if _entry_key(e) != key] + [dict(
                 num_experts=key[0], top_k=key[1], hidden=key[2], inter=key[3], format=fmt, tokens=m,
@@ -250,12 +267,13 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--budget-min", type=float, default=20.0, help="stop after this many minutes (resumable)")
     ap.add_argument("--force", action="store_true", help="re-tune cases that already have an entry")
     ap.add_argument("--out-dir", type=Path, default=policy.CONFIG_DIR)
+    ap.add_argument("--log", type=Path, help="append every timed candidate to this JSON-lines file")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("fusedmoe tune: needs a CUDA GPU (it times kernels); nothing to do on this machine")
         return 2
     n = run(_shapes(args), _choices("--formats", args.formats, FORMATS),
             _ints("--tokens", args.tokens), _choices("--paths", args.paths, ("route_direct", "grouped")),
-            args.budget_min * 60, args.out_dir, args.force)
+            args.budget_min * 60, args.out_dir, args.force, args.log)
     print(f"{n} table entries written under {args.out_dir}")
     return 0

@@ -91,6 +91,17 @@ CASES = [
     ("route_down_mma fp8_tensor k2 N32", route_down_mma_kernel,
      dict(w_ptr=FP8, ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16"),
      route_down(2, 1, 1, False, 0, False, 32, 128), 4, True),
+    # programmatic dependent launch (RouteDirectConfig.pdl): griddepcontrol in each kernel
+    ("route_gate_up fp8_tensor PDL", route_gate_up_kernel, dict(x_ptr="*bf16", w_ptr=FP8, ids_ptr="*i32"),
+     dict(W_SCALE=1, SPLIT_K=1, ACTIVATION=0, HAS_BIAS=False, BLOCK_N=16, BLOCK_K=512, PDL=True), 8, False),
+    ("route_gate_up_mma bf16 N32 PDL", route_gate_up_mma_kernel, dict(x_ptr="*bf16", w_ptr="*bf16", ids_ptr="*i32"),
+     dict(W_SCALE=0, SPLIT_K=1, ACTIVATION=0, HAS_BIAS=False, BLOCK_N=32, BLOCK_K=256, PDL=True), 4, True),
+    ("route_down fp8_tensor k8 PDL", route_down_kernel,
+     dict(w_ptr=FP8, ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16"),
+     dict(route_down(8, 1, 1, False, 0, False, 8, 256), PDL=True), 4, False),
+    ("route_down_mma fp8_block k8 N16 PDL", route_down_mma_kernel,
+     dict(w_ptr=FP8, ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16"),
+     dict(route_down(8, 2, 1, True, 0, False, 16, 128), PDL=True), 4, True),
     ("plan one program R2048 E512", _plan_single_kernel, dict(ids_ptr="*i32", sorted_ptr="*i32",
      block_expert_ptr="*i32", num_blocks_ptr="*i32", counts_ptr="*i32", off_ptr="*i32"),
      dict(BLOCK_M=16, R_PAD=2048, LOG_R=11, E_BINS=512, FILL=1024), 8, False),
@@ -109,7 +120,11 @@ DIVISIBLE_BY_16 = {"H", "I", "hidden", "stride_x", "stride_we", "stride_wn", "st
 
 
 def compile_case(kernel, ptrs: dict, constexprs: dict, num_warps: int, num_stages: int = 3):
-    names = list(inspect.signature(kernel.fn).parameters)
+    params = inspect.signature(kernel.fn).parameters
+    names = list(params)
+    # constexprs with a default (PDL=False) keep it unless the case sets them, as a launch does
+    constexprs = {**{n: p.default for n, p in params.items() if p.default is not inspect.Parameter.empty},
+                  **constexprs}
     sig = {n: ("constexpr" if n in constexprs else ptrs.get(n, "*fp32" if n.endswith("_ptr") else "i32"))
            for n in names}
     attrs = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(names)
@@ -126,8 +141,10 @@ def sass_facts(cubin: bytes) -> dict:
         res = subprocess.run([str(CUOBJDUMP), "-res-usage", f.name], capture_output=True, text=True).stdout
     regs = re.search(r"REG:(\d+)", res)
     local = re.search(r"LOCAL:(\d+)", res)
+    # griddepcontrol.wait / .launch_dependents (PDL) compile to ACQBULK / PREEXIT
     return dict(hgmma=sass.count("HGMMA"), qgmma=sass.count("QGMMA"), registers=int(regs.group(1)) if regs else None,
-                local_bytes=int(local.group(1)) if local else None, spill_ops=len(re.findall(r"\b(?:LDL|STL)\b", sass)))
+                local_bytes=int(local.group(1)) if local else None, spill_ops=len(re.findall(r"\b(?:LDL|STL)\b", sass)),
+                pdl_wait=sass.count("ACQBULK"), pdl_launch=sass.count("PREEXIT"))
 
 
 def main() -> int:
@@ -141,7 +158,8 @@ def main() -> int:
     for name, kernel, ptrs, constexprs, warps, needs_wgmma in CASES:
         try:
             facts = sass_facts(compile_case(kernel, ptrs, constexprs, warps).asm["cubin"])
-            bad = (needs_wgmma and facts["hgmma"] + facts["qgmma"] == 0) or facts["spill_ops"] > 0
+            bad = ((needs_wgmma and facts["hgmma"] + facts["qgmma"] == 0) or facts["spill_ops"] > 0
+                   or (constexprs.get("PDL", False) and facts["pdl_wait"] == 0))
         except Exception as e:  # report every kernel, not only the first failure
             facts, bad = dict(error=f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"), True
         ok &= not bad

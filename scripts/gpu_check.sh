@@ -55,7 +55,7 @@ for step in $steps; do
     tune)     mkdir -p "$out/configs" && cp -r fusedmoe/configs/NVIDIA_H200 "$out/configs/"
               run tune python -m fusedmoe tune --shape "${TUNE_SHAPES:-peers}" --formats "${TUNE_FORMATS:-bf16,fp8_tensor}" \
                 --tokens "${TUNE_TOKENS:-1,2,4,8}" --paths "${TUNE_PATHS:-route_direct}" --budget-min "${TUNE_MIN:-4}" \
-                --force --out-dir "$out/configs"
+                --force --out-dir "$out/configs" --log "$out/tune_candidates.jsonl"
               cp "$out"/configs/NVIDIA_H200/*.json fusedmoe/configs/NVIDIA_H200/ ;;
     decode)   run decode "${bench[@]}" --formats bf16,fp8_tensor,fp8_block --tokens 1,2,4,8,16 \
                 --paths auto,route_direct,grouped --out "$out/decode" ;;

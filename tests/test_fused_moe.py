@@ -263,6 +263,41 @@ def test_route_direct_split_k_and_small_tiles(fmt, device):
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("tensor_cores", [False, True])
+def test_route_direct_pdl_is_bitwise_the_plain_launches(fmt, tensor_cores, device):
+    # Programmatic dependent launch changes when the kernels start, not what they compute:
+    # bitwise the plain launches, eagerly and (on the GPU) replayed from a CUDA graph with new
+    # inputs.  I = 136 takes the down kernel past its first K step (loaded before the wait).
+    m, e, k, h, i = 3, 6, 3, 300, 136
+    weights, x, tw, ids = make_layer(m, e, k, h, i, fmt, device)
+    shared = torch.randn_like(x)
+    if tensor_cores:
+        down_mma = fmt != PLAIN_FORMAT  # the tensor-core down takes FP8 weights only
+        tiles = (policy.Tile(16, 128, 4, 2, split_k=2, swap_ab=True), policy.Tile(16, 128, 4, 2, swap_ab=down_mma))
+    else:
+        tiles = (policy.Tile(8, 128, 4, 1, split_k=2), policy.Tile(16, 128, 4, 1))
+    plain, pdl = policy.RouteDirectConfig(*tiles), policy.RouteDirectConfig(*tiles, pdl=True)
+    assert policy.legal("route_direct", pdl, fmt)
+    want = fused_moe(x, weights, tw, ids, path="route_direct", config=plain, shared_output=shared)
+    got = fused_moe(x, weights, tw, ids, path="route_direct", config=pdl, shared_output=shared)
+    assert torch.equal(got, want)
+    if not ON_GPU:
+        return
+    out = poison(torch.empty_like(x))
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fused_moe(x, weights, tw, ids, path="route_direct", config=pdl, shared_output=shared, out=out,
+                  check_ids=False)
+    for _ in range(3):
+        _, x_new, tw_new, ids_new = make_layer(m, e, k, h, i, fmt, device)
+        x.copy_(x_new), tw.copy_(tw_new), ids.copy_(ids_new), shared.normal_()
+        out.fill_(float("nan"))
+        graph.replay()
+        want = fused_moe(x, weights, tw, ids, path="route_direct", config=plain, shared_output=shared)
+        assert torch.equal(out, want)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("block_m,swap_ab,group_m", [(16, True, 1), (32, True, 4), (32, False, 1), (64, False, 3),
                                                      (16, True, 16)])
 def test_grouped_block_sizes_and_swap_ab(block_m, swap_ab, group_m, fmt, device):

@@ -92,6 +92,25 @@ def test_descend_finds_the_minimum_and_skips_failures():
     assert t_best < t_start
 
 
+def test_descend_records_every_candidate_and_tries_pdl():
+    # The candidate log sees the start, every timed move and every failure; PDL is a move.
+    start = policy.RouteDirectConfig(policy.Tile(16, 1024, 8, 1), policy.Tile(16, 128, 8, 1))
+    seen = []
+
+    def fake_time(cfg):
+        if cfg.down.block_k == 512:
+            raise RuntimeError("compile error")
+        return 10 - cfg.pdl
+
+    best, t_best, _ = tune.descend(start, list(tune.candidates("route_direct", "fp8_tensor")), "fp8_tensor",
+                                   "route_direct", fake_time, deadline=float("inf"),
+                                   record=lambda cfg, us, err: seen.append((cfg, us, err)))
+    assert best.pdl and t_best == 9
+    assert seen[0] == (start, 10, None)
+    assert any(err and "compile error" in err and us is None for _, us, err in seen)
+    assert all((us is None) != (err is None) for _, us, err in seen)
+
+
 @pytest.mark.parametrize("fmt", ["bf16", "fp8_block"])
 def test_grouped_moves_swap_exactly_below_64_rows(fmt):
     # Every grouped move the tuner makes keeps swap_ab == (BLOCK_M < 64) and stays legal.

@@ -19,12 +19,21 @@ routes with their weights: deterministic, no position map, no atomics.
 
 Block scales (W_SCALE == 2) need BLOCK_K to be a multiple of 128: products are summed per
 128-column group, scaled, then summed.
+
+PDL (programmatic dependent launch, sm_90+; ``RouteDirectConfig.pdl``): both kernels are
+launched so that each may start before its predecessor in the stream has finished.  A
+gate/up program first waits for the predecessor grid (``griddepcontrol.wait``: its writes are
+then visible), then lets the down grid launch.  A down program reads the routing (written
+before gate/up began) and loads its first weight tile, then waits for the gate/up grid
+before it reads act or writes out.  So the down grid's launch and first weight loads overlap
+the gate/up tail instead of following it.  Without PDL the two instructions do nothing.
 """
 
 from __future__ import annotations
 
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from .._epilogue_kernels import glu, is_held
 
@@ -66,10 +75,13 @@ def route_gate_up_kernel(
         x_ptr, w_ptr, ws_ptr, b_ptr, ids_ptr, act_ptr,
         H, I, R, expert_offset, num_local, TOPK, stride_x, stride_we, stride_wn, stride_wse, stride_wsn,
         W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr,
-        BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+        BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr = False):
     """SPLIT_K == 1: act[r, n] = act(G_e x_t + b_g)[n] * (U_e x_t + b_u)[n]; else act[s, r, :] =
     partial [G_e x_t, U_e x_t] over the s-th K range (the bias in split 0).  e = ids[r] -
     expert_offset, t = r // TOPK; bias b [E, 2I] if HAS_BIAS."""
+    if PDL:
+        gdc_wait()
+        gdc_launch_dependents()
     r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi = _gate_up_program(R, I, H, SPLIT_K, BLOCK_N, BLOCK_K)
     gid = tl.load(ids_ptr + r)
     if not is_held(gid, expert_offset, num_local):
@@ -145,7 +157,7 @@ def route_gate_up_mma_kernel(
         x_ptr, w_ptr, ws_ptr, b_ptr, ids_ptr, act_ptr,
         H, I, R, expert_offset, num_local, TOPK, stride_x, stride_we, stride_wn, stride_wse, stride_wsn,
         W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr,
-        BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+        BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr = False):
     """The gate/up step of route_gate_up_kernel (same outputs) on the tensor cores, swap-AB:
     the expert's [2*BLOCK_N, BLOCK_K] weight tile is the MMA's M side and up to 16 routes on
     that expert its N side, so routes sharing an expert stream its rows once.  Only the route
@@ -155,6 +167,9 @@ def route_gate_up_mma_kernel(
     per row (``_fp16_rows``), applied back to that step's fp32 partial.  Products are summed
     in fp32.  Block scales need BLOCK_K 128."""
     MATES: tl.constexpr = 16
+    if PDL:
+        gdc_wait()
+        gdc_launch_dependents()
     r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi = _gate_up_program(R, I, H, SPLIT_K, BLOCK_N, BLOCK_K)
     gid = tl.load(ids_ptr + r)
     if not is_held(gid, expert_offset, num_local):
@@ -242,13 +257,33 @@ def _combine_token(y, r, held, e, t, n, n_ok, ws_ptr, b_ptr, tw_ptr, shared_ptr,
 
 
 @triton.jit
+def _down_step(act_ptr, w, r, held, row_ok, k0, offs_k, offs_g, s_base, ws_ptr, I, R, KP: tl.constexpr,
+               W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, BLOCK_N: tl.constexpr,
+               BLOCK_K: tl.constexpr):
+    """One K step of route_down_kernel: the token's per-route products [KP, BLOCK_N] of weight
+    tile w [KP, BLOCK_N, BLOCK_K] (loaded) with the routes' act columns k0 + offs_k."""
+    kk = k0 + offs_k
+    a = _load_act(act_ptr, r, held, kk, I, R, SPLIT_K, ACTIVATION)
+    w = tl.reshape(w.to(tl.float32), (KP * BLOCK_N, BLOCK_K))
+    v = tl.reshape(tl.broadcast_to(a[:, None, :], (KP, BLOCK_N, BLOCK_K)), (KP * BLOCK_N, BLOCK_K))
+    g = k0 // 128 + offs_g
+    sp = tl.reshape(tl.broadcast_to(s_base[:, :, None], (KP, BLOCK_N, offs_g.shape[0])),
+                    (KP * BLOCK_N, offs_g.shape[0])) + g[None, :]
+    s_ok = tl.reshape(tl.broadcast_to(row_ok[:, :, None], (KP, BLOCK_N, offs_g.shape[0])),
+                      (KP * BLOCK_N, offs_g.shape[0])) & (g * 128 < I)[None, :]
+    return tl.reshape(_row_dot(w, v, sp, s_ok, W_SCALE, KP * BLOCK_N, BLOCK_K), (KP, BLOCK_N))
+
+
+@triton.jit
 def route_down_kernel(
         act_ptr, w_ptr, ws_ptr, b_ptr, ids_ptr, tw_ptr, shared_ptr, out_ptr,
         H, I, R, expert_offset, num_local, stride_we, stride_wn, stride_wse, stride_wsn, stride_s, stride_o,
         TOPK: tl.constexpr, W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, HAS_SHARED: tl.constexpr,
-        ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+        ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+        PDL: tl.constexpr = False):
     """out[t, n] = sum_j w[t,j] * (W2_e act_r + b_e)[n] (+ shared[t, n]), r = t*TOPK + j, over held
-    routes; bias b [E, H] if HAS_BIAS."""
+    routes; bias b [E, H] if HAS_BIAS.  With PDL the first K step's weights are loaded before
+    the wait for gate/up."""
     KP: tl.constexpr = triton.next_power_of_2(TOPK)
     pid = tl.program_id(0)
     t = pid % (R // TOPK)  # token-fastest, as in gate/up: shared experts' tiles meet in L2
@@ -260,19 +295,21 @@ def route_down_kernel(
     offs_k = tl.arange(0, BLOCK_K)
     offs_g = tl.arange(0, BLOCK_K // 128) if W_SCALE == 2 else tl.arange(0, 1)
     s_base = ws_ptr + e[:, None] * stride_wse + (n // 128)[None, :] * stride_wsn
-    acc = tl.zeros([KP, BLOCK_N], dtype=tl.float32)
-    for k0 in range(0, I, BLOCK_K):
+    if PDL:  # the first K step's weights are in flight while gate/up finishes
+        w_first = tl.load(w_ptr + w_rows + offs_k[None, None, :],
+                          mask=row_ok[:, :, None] & (offs_k < I)[None, None, :], other=0.0)
+        gdc_wait()
+        acc = _down_step(act_ptr, w_first, r, held, row_ok, 0, offs_k, offs_g, s_base, ws_ptr, I, R,
+                         KP, W_SCALE, SPLIT_K, ACTIVATION, BLOCK_N, BLOCK_K)
+        k_first: tl.constexpr = BLOCK_K
+    else:
+        acc = tl.zeros([KP, BLOCK_N], dtype=tl.float32)
+        k_first: tl.constexpr = 0
+    for k0 in range(k_first, I, BLOCK_K):
         kk = k0 + offs_k
         w = tl.load(w_ptr + w_rows + kk[None, None, :], mask=row_ok[:, :, None] & (kk < I)[None, None, :], other=0.0)
-        a = _load_act(act_ptr, r, held, kk, I, R, SPLIT_K, ACTIVATION)
-        w = tl.reshape(w.to(tl.float32), (KP * BLOCK_N, BLOCK_K))
-        v = tl.reshape(tl.broadcast_to(a[:, None, :], (KP, BLOCK_N, BLOCK_K)), (KP * BLOCK_N, BLOCK_K))
-        g = k0 // 128 + offs_g
-        sp = tl.reshape(tl.broadcast_to(s_base[:, :, None], (KP, BLOCK_N, offs_g.shape[0])),
-                        (KP * BLOCK_N, offs_g.shape[0])) + g[None, :]
-        s_ok = tl.reshape(tl.broadcast_to(row_ok[:, :, None], (KP, BLOCK_N, offs_g.shape[0])),
-                          (KP * BLOCK_N, offs_g.shape[0])) & (g * 128 < I)[None, :]
-        acc += tl.reshape(_row_dot(w, v, sp, s_ok, W_SCALE, KP * BLOCK_N, BLOCK_K), (KP, BLOCK_N))
+        acc += _down_step(act_ptr, w, r, held, row_ok, k0, offs_k, offs_g, s_base, ws_ptr, I, R,
+                          KP, W_SCALE, SPLIT_K, ACTIVATION, BLOCK_N, BLOCK_K)
     _combine_token(acc, r, held, e, t, n, n_ok, ws_ptr, b_ptr, tw_ptr, shared_ptr, out_ptr, H, stride_s, stride_o,
                    W_SCALE, HAS_BIAS, HAS_SHARED)
 
@@ -282,7 +319,8 @@ def route_down_mma_kernel(
         act_ptr, w_ptr, ws_ptr, b_ptr, ids_ptr, tw_ptr, shared_ptr, out_ptr,
         H, I, R, expert_offset, num_local, stride_we, stride_wn, stride_wse, stride_wsn, stride_s, stride_o,
         TOPK: tl.constexpr, W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, HAS_SHARED: tl.constexpr,
-        ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+        ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+        PDL: tl.constexpr = False):
     """route_down_kernel (same output) on the tensor cores, for FP8 weights: the [BLOCK_N,
     BLOCK_K] tiles of the token's k experts are stacked into one [k*BLOCK_N, BLOCK_K] MMA
     operand and multiplied by the token's k activation rows (the N side, padded to 16); route
@@ -305,6 +343,8 @@ def route_down_mma_kernel(
     w_rows = w_ptr + e_row[:, None] * stride_we + n_row[:, None].to(tl.int64) * stride_wn
     r_c, held_c, _ = _token_routes(ids_ptr, t, expert_offset, num_local, TOPK, NC)  # activation rows: the N side
     offs_k = tl.arange(0, BLOCK_K)
+    if PDL:
+        gdc_wait()
     acc = tl.zeros([KP * BLOCK_N, NC], dtype=tl.float32)
     for k0 in range(0, I, BLOCK_K):
         kk = k0 + offs_k

@@ -10,7 +10,7 @@ import torch
 
 from ..epilogue import ACTIVATIONS
 from ..policy import RouteDirectConfig
-from .._runtime import cdiv
+from .._runtime import cdiv, has_pdl
 from ..weights import ExpertWeights
 from ._common import optional_ptr, scale_args
 from ._route_direct_kernels import (route_down_kernel, route_down_mma_kernel, route_gate_up_kernel,
@@ -24,12 +24,15 @@ def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torc
                      out: torch.Tensor, shared_output: torch.Tensor | None, expert_offset: int,
                      config: RouteDirectConfig, activation: str = "silu") -> torch.Tensor:
     """Run the route-direct path into ``out`` [M, H] (inputs and config validated: ``policy.legal``).
-    The GEMV kernels compile with num_stages 1 whatever their tile says (``policy.Tile``)."""
+    The GEMV kernels compile with num_stages 1 whatever their tile says (``policy.Tile``).
+    ``config.pdl`` takes effect on sm_90+ CUDA devices only (elsewhere the same two launches
+    run in plain stream order)."""
     m, k = topk_ids.shape
     r = m * k
     e_local, hidden, inter = weights.num_experts, weights.hidden_size, weights.intermediate_size
     gu, dn = config.gate_up, config.down
     split = gu.split_k
+    pdl = dict(PDL=True, launch_pdl=True) if config.pdl and has_pdl(x.device) else {}
     act = torch.empty((r * inter) if split == 1 else (split * r * 2 * inter), dtype=torch.float32, device=x.device)
     ws, se, sn, mode = scale_args(weights, weights.w13_scale, x)
     gate_up = route_gate_up_mma_kernel if gu.swap_ab else route_gate_up_kernel
@@ -38,7 +41,7 @@ def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torc
         e_local, k, x.stride(0), weights.w13.stride(0), weights.w13.stride(1), se, sn,
         W_SCALE=mode, SPLIT_K=split, ACTIVATION=ACTIVATIONS[activation], HAS_BIAS=weights.w13_bias is not None,
         BLOCK_N=gu.block_n, BLOCK_K=gu.block_k,
-        num_warps=gu.num_warps, num_stages=gu.num_stages if gu.swap_ab else 1)
+        num_warps=gu.num_warps, num_stages=gu.num_stages if gu.swap_ab else 1, **pdl)
     ws, se, sn, mode = scale_args(weights, weights.w2_scale, x)
     down = route_down_mma_kernel if dn.swap_ab else route_down_kernel
     down[(m * cdiv(hidden, dn.block_n),)](
@@ -49,5 +52,5 @@ def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torc
         TOPK=k, W_SCALE=mode, SPLIT_K=split, HAS_SHARED=shared_output is not None,
         ACTIVATION=ACTIVATIONS[activation], HAS_BIAS=weights.w2_bias is not None,
         BLOCK_N=dn.block_n, BLOCK_K=dn.block_k, num_warps=dn.num_warps,
-        num_stages=dn.num_stages if dn.swap_ab else 1)
+        num_stages=dn.num_stages if dn.swap_ab else 1, **pdl)
     return out
