@@ -1,4 +1,4 @@
-"""Triton kernels of the element-wise stages: FP8 row-group quantisation, SwiGLU (optionally
+"""Triton kernels of the element-wise stages: FP8 row(-group) quantisation, SwiGLU (optionally
 fused with the quantisation of its output) and the top-k combine.
 
 The @triton.jit helpers ``glu`` and ``quantize_group`` are the single definition of those
@@ -59,14 +59,24 @@ def glu(gate, up, ACTIVATION: tl.constexpr):
 
 
 @triton.jit
+def _to_e4m3(v, scale):
+    """v [R, G] / scale [R], clamped to +-448 and rounded to e4m3."""
+    q = tl.div_rn(v, scale[:, None])
+    return round_to_e4m3_grid(tl.minimum(tl.maximum(q, -448.0), 448.0)).to(tl.float8e4nv)
+
+
+@triton.jit
+def _scale_of(amax):
+    """amax / 448, or 1 for an all-zero group."""
+    return tl.where(amax > 0, tl.div_rn(amax, 448.0), 1.0)
+
+
+@triton.jit
 def quantize_group(v, ok):
     """Quantise the rows of v [R, G] (one 128-group per row; ``ok`` masks missing columns) to
     e4m3 with scale = amax / 448 (1 for an all-zero group).  Returns (q [R, G], scale [R])."""
-    amax = tl.max(tl.where(ok, tl.abs(v), 0.0), axis=1)
-    scale = tl.where(amax > 0, tl.div_rn(amax, 448.0), 1.0)
-    q = tl.div_rn(v, scale[:, None])
-    q = round_to_e4m3_grid(tl.minimum(tl.maximum(q, -448.0), 448.0))
-    return q.to(tl.float8e4nv), scale
+    scale = _scale_of(tl.max(tl.where(ok, tl.abs(v), 0.0), axis=1))
+    return _to_e4m3(v, scale), scale
 
 
 @triton.jit
@@ -80,6 +90,28 @@ def _quantize_rows_kernel(a_ptr, q_ptr, s_ptr, rows, cols, stride_a, stride_q, s
     q, s = quantize_group(v, ok)
     tl.store(q_ptr + r[:, None].to(tl.int64) * stride_q + c[None, :], q, mask=ok)
     tl.store(s_ptr + r.to(tl.int64) * stride_s + tl.program_id(1), s, mask=r < rows)
+
+
+@triton.jit
+def _quantize_whole_rows_kernel(a_ptr, q_ptr, s_ptr, rows, cols, stride_a, stride_q,
+                                BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    """a [rows, cols] -> q e4m3 [rows, cols], s fp32 [rows]: one scale per row (the row's amax
+    / 448), the same rounding as quantize_group; two passes over the row; grid (row blocks,)."""
+    r = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    r_ok = r < rows
+    a_row = a_ptr + r[:, None].to(tl.int64) * stride_a
+    amax = tl.zeros([BLOCK_R], dtype=tl.float32)
+    for c0 in range(0, cols, BLOCK_C):
+        c = c0 + tl.arange(0, BLOCK_C)
+        v = tl.load(a_row + c[None, :], mask=r_ok[:, None] & (c < cols)[None, :], other=0.0).to(tl.float32)
+        amax = tl.maximum(amax, tl.max(tl.abs(v), axis=1))
+    scale = _scale_of(amax)
+    for c0 in range(0, cols, BLOCK_C):
+        c = c0 + tl.arange(0, BLOCK_C)
+        ok = r_ok[:, None] & (c < cols)[None, :]
+        v = tl.load(a_row + c[None, :], mask=ok, other=0.0).to(tl.float32)
+        tl.store(q_ptr + r[:, None].to(tl.int64) * stride_q + c[None, :], _to_e4m3(v, scale), mask=ok)
+    tl.store(s_ptr + r, scale, mask=r_ok)
 
 
 @triton.jit

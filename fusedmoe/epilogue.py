@@ -3,6 +3,7 @@
 Each op runs its Triton kernel on CUDA tensors (or under the interpreter) and the torch
 reference elsewhere.  Shapes:
     quantize_rows(a [T, K])            -> (e4m3 [T, K], fp32 scales [T, ceil(K/128)])
+    quantize_rows(a, whole_rows=True)  -> (e4m3 [T, K], fp32 scales [T, 1])
     swiglu(gate_up [R, 2I])            -> [R, I]
     swiglu_quant(gate_up [R, 2I])      -> (e4m3 [R, I], fp32 scales [R, ceil(I/128)])
     combine(y [M*k, H], w [M, k], ids) -> [M, H]
@@ -14,7 +15,7 @@ import torch
 
 from . import quant
 from . import reference as ref
-from ._epilogue_kernels import _combine_kernel, _quantize_rows_kernel, _swiglu_kernel
+from ._epilogue_kernels import _combine_kernel, _quantize_rows_kernel, _quantize_whole_rows_kernel, _swiglu_kernel
 from ._runtime import cdiv, runs_triton
 
 _BLOCK_R = 4
@@ -29,16 +30,20 @@ def _check_2d(name: str, t: torch.Tensor) -> None:
                          f"strides {t.stride()}")
 
 
-def quantize_rows(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-row, per-128-column dynamic e4m3 quantisation (see :mod:`fusedmoe.quant`)."""
+def quantize_rows(a: torch.Tensor, whole_rows: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-row dynamic e4m3 quantisation (see :mod:`fusedmoe.quant`): one scale per 128 columns
+    (s [T, ceil(K/128)]), or with ``whole_rows`` one per row (s [T, 1])."""
     _check_2d("a", a)
-    if not runs_triton(a):
-        return quant.quantize_rows_grouped(a)
     rows, cols = a.shape
-    groups = cdiv(cols, quant.GROUP)
+    if not runs_triton(a):
+        return quant.quantize_rows_grouped(a, max(cols, 1) if whole_rows else quant.GROUP)
+    groups = 1 if whole_rows else cdiv(cols, quant.GROUP)
     q = torch.empty(rows, cols, dtype=quant.FP8_DTYPE, device=a.device)
     s = torch.empty(rows, groups, dtype=torch.float32, device=a.device)
-    if rows and cols:
+    if rows and cols and whole_rows:
+        _quantize_whole_rows_kernel[(cdiv(rows, _BLOCK_R),)](
+            a, q, s, rows, cols, a.stride(0), q.stride(0), BLOCK_R=_BLOCK_R, BLOCK_C=512)
+    elif rows and cols:
         _quantize_rows_kernel[(cdiv(rows, _BLOCK_R), groups)](
             a, q, s, rows, cols, a.stride(0), q.stride(0), s.stride(0), BLOCK_R=_BLOCK_R, GROUP=quant.GROUP)
     return q, s

@@ -3,8 +3,9 @@
     out[t] = shared[t] + sum_j w[t,j] * W2_e @ (SiLU(G_e @ x[t]) * (U_e @ x[t])),  e = ids[t,j]
 
 Weights are dequantised to float64.  With ``quantize_activations=True`` the reference replays
-the activation quantisation of the FP8 kernels that use it (x and the SwiGLU output quantised
-to e4m3 per row per 128-wide group), so that a test measures the kernel and not the format.
+the activation quantisation of the FP8 kernels that use it (x to e4m3 per row for fp8_tensor,
+per row per 128-wide group for fp8_block; the SwiGLU output per row per 128-wide group), so
+that a test measures the kernel and not the format.
 Routes whose id is -1, or outside the local window [expert_offset, expert_offset + num_local),
 contribute nothing.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from .quant import fake_quantize_rows_grouped
+from .quant import fake_quantize_rows_grouped, x_group
 from .weights import ExpertWeights
 
 
@@ -53,8 +54,8 @@ def expert_outputs(x: torch.Tensor, weights: ExpertWeights, topk_ids: torch.Tens
     h = weights.hidden_size
     local = held_routes(topk_ids, expert_offset, weights.num_experts).reshape(-1)
     xs = x.to(torch.float64)
-    if quantize_activations:
-        xs = fake_quantize_rows_grouped(x.to(torch.float32))
+    if quantize_activations:  # x per row (fp8_tensor) or per 128 columns; act per 128 columns
+        xs = fake_quantize_rows_grouped(x.to(torch.float32), x_group(weights.format, h))
     y = torch.zeros(m * k, h, dtype=torch.float64, device=x.device)
     tokens = torch.arange(m * k, device=x.device) // k
     for e in torch.unique(local[local >= 0]).tolist():

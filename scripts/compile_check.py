@@ -24,7 +24,7 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
-from fusedmoe._epilogue_kernels import _combine_kernel, _quantize_rows_kernel, _swiglu_kernel
+from fusedmoe._epilogue_kernels import _combine_kernel, _quantize_rows_kernel, _quantize_whole_rows_kernel, _swiglu_kernel
 from fusedmoe._plan_kernels import _plan_single_kernel
 from fusedmoe.paths._grouped_kernels import grouped_down_kernel, grouped_gate_up_kernel
 from fusedmoe.paths._route_direct_kernels import (route_down_kernel, route_down_mma_kernel, route_gate_up_kernel,
@@ -62,6 +62,10 @@ CASES = [
      grouped(64, 128, 128, False, True, 2, QUANT_OUT=True, ACTIVATION=0), 8, True),
     ("grouped_gate_up fp8_block swap-AB M32", grouped_gate_up_kernel, GATE_UP_FP8,
      grouped(32, 128, 128, True, True, 2, QUANT_OUT=True, ACTIVATION=0), 8, True),
+    ("grouped_gate_up fp8_tensor row-scaled x", grouped_gate_up_kernel, GATE_UP_FP8,
+     grouped(64, 128, 128, False, 2, 1, QUANT_OUT=True, ACTIVATION=0), 8, True),
+    ("grouped_gate_up fp8_tensor row-scaled x swap-AB M32", grouped_gate_up_kernel, GATE_UP_FP8,
+     grouped(32, 128, 128, True, 2, 1, QUANT_OUT=True, ACTIVATION=0), 8, True),
     ("grouped_down bf16 group8", grouped_down_kernel, DOWN_BF16, grouped(64, 128, 64, False, False, 0, GROUP_M=8), 8,
      True),
     ("grouped_down bf16 swap-AB M16", grouped_down_kernel, DOWN_BF16, grouped(16, 128, 64, True, False, 0), 4, True),
@@ -106,6 +110,8 @@ CASES = [
      block_expert_ptr="*i32", num_blocks_ptr="*i32", counts_ptr="*i32", off_ptr="*i32"),
      dict(BLOCK_M=16, R_PAD=2048, LOG_R=11, E_BINS=512, FILL=1024), 8, False),
     ("quantize_rows", _quantize_rows_kernel, dict(a_ptr="*bf16", q_ptr=FP8), dict(BLOCK_R=4, GROUP=128), 4, False),
+    ("quantize_rows whole rows", _quantize_whole_rows_kernel, dict(a_ptr="*bf16", q_ptr=FP8),
+     dict(BLOCK_R=4, BLOCK_C=512), 4, False),
     ("swiglu_quant gelu", _swiglu_kernel, dict(out_ptr=FP8), dict(QUANT=True, ACTIVATION=1, BLOCK_R=4, GROUP=128), 4,
      False),
     ("combine", _combine_kernel, dict(y_ptr="*bf16", ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16"),

@@ -33,11 +33,12 @@ def main() -> None:
     x = torch.randn(m, h, device=dev).bfloat16()
     ids = torch.rand(m, e, device=dev).argsort(1)[:, :k].int().contiguous()
     tw = torch.rand(m, k, device=dev)
-    q, s = quantize_rows(x)
-    q_ref, s_ref = quant.quantize_rows_grouped(x.float())
-    print(f"x: scales equal {torch.equal(s, s_ref)}, codes differing "
-          f"{(q.view(torch.uint8) != q_ref.view(torch.uint8)).float().mean().item():.2e}")
     for fmt in ("fp8_tensor", "fp8_block"):
+        group = quant.x_group(fmt, h)  # fp8_tensor: one scale per row of x
+        q, s = quantize_rows(x, whole_rows=group == h)
+        q_ref, s_ref = quant.quantize_rows_grouped(x.float(), group)
+        print(f"{fmt} x: scales equal {torch.equal(s, s_ref)}, codes differing "
+              f"{(q.view(torch.uint8) != q_ref.view(torch.uint8)).float().mean().item():.2e}")
         w = ExpertWeights.from_dense(w13, w2, fmt)
         plan = build_plan(ids, e, 16)
         act = torch.empty(m * k, i, dtype=quant.FP8_DTYPE, device=dev)
@@ -46,11 +47,11 @@ def main() -> None:
         grouped_gate_up_kernel[(plan.block_expert.numel() * triton.cdiv(i, 128),)](
             q, s, w.w13, ws, optional_ptr(None, x), plan.sorted_routes, plan.block_expert, plan.num_blocks, act,
             act_s, h, i, k, q.stride(0), s.stride(0), w.w13.stride(0), w.w13.stride(1), se, sn, act.stride(0),
-            act_s.stride(0), A_SCALED=True, W_SCALE=mode, QUANT_OUT=True, SWAP_AB=True, ACTIVATION=0,
+            act_s.stride(0), A_SCALED=2 if group == h else 1, W_SCALE=mode, QUANT_OUT=True, SWAP_AB=True, ACTIVATION=0,
             HAS_BIAS=False, BLOCK_M=16, BLOCK_N=128, BLOCK_K=128, GROUP_M=1, num_warps=4,
             num_stages=3)
         d13, _ = w.dequantize()
-        xq = quant.dequantize_rows_grouped(q_ref, s_ref)
+        xq = quant.dequantize_rows_grouped(q_ref, s_ref, group)
         ref_act = torch.stack([glu(xq[r // k] @ d13[ids.flatten()[r]].T) for r in range(m * k)])
         got = quant.dequantize_rows_grouped(act, act_s)
         rq, rs = quant.quantize_rows_grouped(ref_act.float())

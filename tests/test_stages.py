@@ -36,14 +36,22 @@ def test_fp8_block_scales_are_per_half_of_w13(device):
     assert ref.rel_l2(ew.dequantize()[0][:, :i], w13[:, :i]) < 0.05
 
 
-@pytest.mark.parametrize("shape", [(5, 300), (1, 128), (7, 17)])  # ragged group, one group, one partial group
-def test_quantize_rows_matches_torch(shape, device):
+@pytest.mark.parametrize("shape", [(5, 300), (1, 128), (7, 17), (6, 1100)])  # ragged, one group, partial, > 2 chunks
+@pytest.mark.parametrize("whole_rows", [False, True])  # per 128 columns (fp8_block's x), per row (fp8_tensor's)
+def test_quantize_rows_matches_torch(shape, whole_rows, device):
     a = torch.randn(shape, device=device) * 3
     a[0, : min(5, shape[1])] = 0
-    q, s = quantize_rows(a)
-    q_ref, s_ref = quant.quantize_rows_grouped(a)
+    a[-1, -1] = 40.0  # an outlier sets its whole row's scale, or only its group's
+    q, s = quantize_rows(a, whole_rows=whole_rows)
+    q_ref, s_ref = quant.quantize_rows_grouped(a, shape[1] if whole_rows else quant.GROUP)
+    assert s.shape == (shape[0], 1 if whole_rows else -(-shape[1] // 128))
     assert torch.equal(s, s_ref)
     assert torch.equal(q.view(torch.uint8), q_ref.view(torch.uint8))
+
+
+def test_x_group_by_format():
+    # fp8_tensor scales x per row (one MMA chain over K in the grouped gate/up), fp8_block per 128 columns
+    assert quant.x_group("fp8_tensor", 7168) == 7168 and quant.x_group("fp8_block", 7168) == 128
 
 
 def test_quantize_bf16_rows_matches_torch(device):
@@ -61,8 +69,9 @@ def test_scale_is_the_correctly_rounded_quotient(device):
     assert torch.equal(quant._safe_scale(amax), (amax.double() / 448.0).float())
 
 
-def test_zero_group_has_unit_scale(device):
-    q, s = quantize_rows(torch.zeros(2, 256, device=device))
+@pytest.mark.parametrize("whole_rows", [False, True])
+def test_zero_group_has_unit_scale(whole_rows, device):
+    q, s = quantize_rows(torch.zeros(2, 256, device=device), whole_rows=whole_rows)
     assert torch.equal(s, torch.ones_like(s)) and not q.float().any()
 
 

@@ -6,7 +6,10 @@ are read through the plan (``sorted_routes``), never gathered into a copy.  Prog
 
 Scales (W_SCALE): 0 none, 1 one fp32 per expert (applied once at the end), 2 one fp32 per
 128x128 weight block (applied per K step).  A_SCALED: the A operand is e4m3 with one fp32
-scale per row per 128 columns.  Any scaled mode needs BLOCK_K dividing 128.
+scale per row per 128 columns (applied per K step, so each step starts a fresh MMA sum).
+Gate/up also takes A_SCALED == ROW_SCALED: one scale per row (fp8_tensor's x), so with
+W_SCALE 0 or 1 the MMA chains over all of K and both scales apply once at the end.  Per-step
+scales need BLOCK_K dividing 128.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from .._epilogue_kernels import glu, quantize_group
 # loss.  Chained over 128 columns, grouped FP8 missed rel-L2 0.5% (0.54-0.60% on the H200);
 # with a fresh sum per 64 it reached 0.45% at most.
 FP8_PROMOTE_K = tl.constexpr(32)
+ROW_SCALED = tl.constexpr(2)  # A_SCALED of the gate/up kernel: one activation scale per row
 
 
 @triton.jit
@@ -79,9 +83,11 @@ def gate_up_tiles(a_ptr, a_rows, a_ok, stride_a, as_ptr, stride_as,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     """(gate, up), fp32 [BLOCK_M, BLOCK_N] each: expert_tile over the gate rows n = n0 + [0,
     BLOCK_N) and the up rows I + n, sharing each step's A tile.  Two accumulators instead of
-    one 2*BLOCK_N wide keep one scaled partial alive at a time, half as wide.  Block scales
-    need 128 % BLOCK_N == 0: a tile's rows then share one scale per step, folded into the
-    per-row activation scale (one multiply per partial element)."""
+    one 2*BLOCK_N wide keep one partial alive at a time, half as wide.  Block scales need
+    128 % BLOCK_N == 0: a tile's rows then share one scale per step, folded into the per-row
+    activation scale (one multiply per partial element).  ROW_SCALED activations are not
+    scaled here (the caller applies their one scale per row): without block scales each
+    accumulator is one MMA chain over K."""
     offs_k = tl.arange(0, BLOCK_K)
     n = n0 + tl.arange(0, BLOCK_N)
     n_ok = n < I
@@ -96,7 +102,7 @@ def gate_up_tiles(a_ptr, a_rows, a_ok, stride_a, as_ptr, stride_as,
     for k0 in range(0, K, BLOCK_K):
         k_ok = offs_k < K - k0
         a = tl.load(a_base + (k0 + offs_k)[None, :], mask=a_ok[:, None] & k_ok[None, :], other=0.0)
-        if A_SCALED:
+        if A_SCALED == 1:
             sa = tl.load(as_ptr + a_rows * stride_as + k0 // 128, mask=a_ok, other=0.0)
         else:
             sa = tl.full([BLOCK_M], 1.0, tl.float32)
@@ -107,8 +113,8 @@ def gate_up_tiles(a_ptr, a_rows, a_ok, stride_a, as_ptr, stride_as,
             gate = _accumulate(gate, a, w_g, sa * tl.load(g_scale + k0 // 128), 0.0, True, 0, SWAP_AB)
             up = _accumulate(up, a, w_u, sa * tl.load(u_scale + k0 // 128), 0.0, True, 0, SWAP_AB)
         else:
-            gate = _accumulate(gate, a, w_g, sa, 0.0, A_SCALED, 0, SWAP_AB)
-            up = _accumulate(up, a, w_u, sa, 0.0, A_SCALED, 0, SWAP_AB)
+            gate = _accumulate(gate, a, w_g, sa, 0.0, A_SCALED == 1, 0, SWAP_AB)
+            up = _accumulate(up, a, w_u, sa, 0.0, A_SCALED == 1, 0, SWAP_AB)
     if SWAP_AB:
         gate = tl.trans(gate)
         up = tl.trans(up)
@@ -149,7 +155,9 @@ def grouped_gate_up_kernel(
         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
     """act[r, n] = act(x[tok(r)] . W13[e, n] + b[e, n]) * (x[tok(r)] . W13[e, I + n] + b[e, I + n])
     for the routes r of one block and n in one BLOCK_N tile of I (bias b [E, 2I] if HAS_BIAS);
-    with QUANT_OUT (BLOCK_N == 128) act is e4m3 with the tile's per-row scale in acts[r, tile]."""
+    with QUANT_OUT (BLOCK_N == 128) act is e4m3 with the tile's per-row scale in acts[r, tile].
+    x's scales: A_SCALED 1 per row per 128 columns (xs[tok, k // 128]), ROW_SCALED per row
+    (xs[tok, 0])."""
     e, r, valid, nt = _program_block(routes_ptr, block_expert_ptr, num_blocks_ptr, I, BLOCK_M, BLOCK_N, GROUP_M)
     if e < 0:
         return
@@ -157,7 +165,7 @@ def grouped_gate_up_kernel(
     w_e = w_ptr + e.to(tl.int64) * stride_we
     n = nt * BLOCK_N + tl.arange(0, BLOCK_N)
     n_ok = n < I
-    if A_SCALED or W_SCALE == 2:  # per-step scales: two accumulators, one partial at a time
+    if A_SCALED or W_SCALE == 2:  # FP8: gate and up in two accumulators, each half as wide
         gate, up = gate_up_tiles(x_ptr, rows, valid, stride_x, xs_ptr, stride_xs, w_e, nt * BLOCK_N, I, stride_wn,
                                  ws_ptr + e * stride_wse, stride_wsn, H, A_SCALED, W_SCALE, SWAP_AB,
                                  BLOCK_M, BLOCK_N, BLOCK_K)
@@ -168,6 +176,10 @@ def grouped_gate_up_kernel(
                           nt * BLOCK_N + j % BLOCK_N < I, stride_wn, ws_ptr, j, stride_wsn, H,  # no block scales
                           A_SCALED, W_SCALE, SWAP_AB, BLOCK_M, 2 * BLOCK_N, BLOCK_K)
         gate, up = tl.split(tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N)), (0, 2, 1)))
+    if A_SCALED == ROW_SCALED:
+        sx = tl.load(xs_ptr + rows * stride_xs, mask=valid, other=0.0)[:, None]
+        gate = gate * sx
+        up = up * sx
     if W_SCALE == 1:
         gate = gate * tl.load(ws_ptr + e)
         up = up * tl.load(ws_ptr + e)

@@ -3,7 +3,8 @@ live block and N tile, SwiGLU (+ FP8 requantisation) fused into the gate/up epil
 deterministic top-k combine.
 
 Launches: [FP8: quantise x] + plan + gate/up + down + combine.
-Activations: FP8 formats quantise x and the SwiGLU output to e4m3 per row per 128 columns
+Activations: FP8 formats quantise x to e4m3, fp8_tensor per row and fp8_block per row per 128
+columns (``quant.x_group``), and the SwiGLU output per row per 128 columns
 (``quantize_activations=True`` in the reference); bf16/fp16 keep them in the input dtype.
 """
 
@@ -50,8 +51,9 @@ def grouped_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Ten
                       no_permute=uses_no_permute(m * k, e_local))
     max_blocks = plan.block_expert.numel()
 
+    row_scaled = weights.format == "fp8_tensor"
     if fp8:
-        a1, a1_s = quantize_rows(x)
+        a1, a1_s = quantize_rows(x, whole_rows=row_scaled)
         act = torch.empty(m * k, inter, dtype=quant.FP8_DTYPE, device=dev)
         act_s = torch.empty(m * k, cdiv(inter, quant.GROUP), dtype=torch.float32, device=dev)
     else:
@@ -66,7 +68,8 @@ def grouped_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Ten
         plan.sorted_routes, plan.block_expert, plan.num_blocks, act, act_s,
         hidden, inter, k, a1.stride(0), a1_s.stride(0), weights.w13.stride(0), weights.w13.stride(1), se13, sn13,
         act.stride(0), act_s.stride(0),
-        A_SCALED=fp8, W_SCALE=mode, QUANT_OUT=fp8, SWAP_AB=gu.swap_ab, ACTIVATION=ACTIVATIONS[activation],
+        A_SCALED=2 if row_scaled else int(fp8), W_SCALE=mode, QUANT_OUT=fp8, SWAP_AB=gu.swap_ab,
+        ACTIVATION=ACTIVATIONS[activation],
         HAS_BIAS=weights.w13_bias is not None, BLOCK_M=bm, BLOCK_N=gu.block_n, BLOCK_K=gu.block_k,
         GROUP_M=config.group_m,
         num_warps=gu.num_warps, num_stages=gu.num_stages)
