@@ -40,6 +40,10 @@ def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
     'group_m', route-direct 'pdl'."""
     fp8 = fmt in FP8_FORMATS
     if path == "route_direct":
+        # PDL first: the tiles are then tuned with the launch mode they will run under, and the
+        # candidate log's first two entries of a case are the start config without and with it
+        for pdl in (False, True):
+            yield "pdl", pdl
         for bn, bk, split in itertools.product((4, 8, 16), (512, 1024, 2048), (1, 2, 4)):  # GEMV form
             yield "gate_up", policy.Tile(bn, bk, 8, 1, split)
         for bn, bk, split in itertools.product((16, 32, 64), (128, 256), (1, 2, 4)):  # tensor-core form
@@ -50,8 +54,6 @@ def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
         if fp8:  # tensor-core down
             for dn, bk in itertools.product((16, 32), (64, 128)):
                 yield "down", policy.Tile(dn, bk, 4, 3, swap_ab=True)
-        for pdl in (False, True):  # programmatic dependent launch (sm_90+)
-            yield "pdl", pdl
         return
     # Grouped tiles swap A and B exactly when BLOCK_M < 64 (``apply`` sets it): below 64 rows
     # the unswapped tile has no wgmma, above it the swap gains nothing (scripts/compile_check.py).
