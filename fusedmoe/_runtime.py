@@ -57,8 +57,9 @@ def _capability(index: int) -> tuple[int, int]:
 
 
 def has_pdl(device: torch.device) -> bool:
-    """Whether kernels on ``device`` can use programmatic dependent launch (CUDA, sm_90+)."""
-    if device.type != "cuda":
+    """Whether kernels on ``device`` can use programmatic dependent launch (CUDA, sm_90+, not
+    under the interpreter)."""
+    if device.type != "cuda" or interpreting():
         return False
     return _capability(device.index if device.index is not None else torch.cuda.current_device()) >= (9, 0)
 

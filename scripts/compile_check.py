@@ -129,7 +129,8 @@ def compile_case(kernel, ptrs: dict, constexprs: dict, num_warps: int, num_stage
     params = inspect.signature(kernel.fn).parameters
     names = list(params)
     # constexprs with a default (PDL=False) keep it unless the case sets them, as a launch does
-    constexprs = {**{n: p.default for n, p in params.items() if p.default is not inspect.Parameter.empty},
+    constexprs = {**{n: p.default for n, p in params.items()
+                     if p.default is not inspect.Parameter.empty and "constexpr" in str(p.annotation)},
                   **constexprs}
     sig = {n: ("constexpr" if n in constexprs else ptrs.get(n, "*fp32" if n.endswith("_ptr") else "i32"))
            for n in names}
@@ -147,8 +148,10 @@ def sass_facts(cubin: bytes) -> dict:
         res = subprocess.run([str(CUOBJDUMP), "-res-usage", f.name], capture_output=True, text=True).stdout
     regs = re.search(r"REG:(\d+)", res)
     local = re.search(r"LOCAL:(\d+)", res)
-    # griddepcontrol.wait / .launch_dependents (PDL) compile to ACQBULK / PREEXIT
-    return dict(hgmma=sass.count("HGMMA"), qgmma=sass.count("QGMMA"), registers=int(regs.group(1)) if regs else None,
+    # griddepcontrol.wait / .launch_dependents (PDL) compile to ACQBULK / PREEXIT; a kernel
+    # must wait for its predecessor before it lets its dependents launch
+    wait_at, launch_at = sass.find("ACQBULK"), sass.find("PREEXIT")
+    return dict(pdl_wait_first=launch_at < 0 or 0 <= wait_at < launch_at,hgmma=sass.count("HGMMA"), qgmma=sass.count("QGMMA"), registers=int(regs.group(1)) if regs else None,
                 local_bytes=int(local.group(1)) if local else None, spill_ops=len(re.findall(r"\b(?:LDL|STL)\b", sass)),
                 pdl_wait=sass.count("ACQBULK"), pdl_launch=sass.count("PREEXIT"))
 
@@ -165,7 +168,7 @@ def main() -> int:
         try:
             facts = sass_facts(compile_case(kernel, ptrs, constexprs, warps).asm["cubin"])
             bad = ((needs_wgmma and facts["hgmma"] + facts["qgmma"] == 0) or facts["spill_ops"] > 0
-                   or (constexprs.get("PDL", False) and facts["pdl_wait"] == 0))
+                   or (constexprs.get("PDL", False) and facts["pdl_wait"] == 0) or not facts["pdl_wait_first"])
         except Exception as e:  # report every kernel, not only the first failure
             facts, bad = dict(error=f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"), True
         ok &= not bad

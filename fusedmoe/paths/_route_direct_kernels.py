@@ -36,6 +36,24 @@ import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from .._epilogue_kernels import glu, is_held
+from .._runtime import interpreting
+
+# The interpreter cannot run griddepcontrol: there PDL=True runs the PDL code without it.
+_INTERPRETING = tl.constexpr(interpreting())
+
+
+@triton.jit
+def _pdl_wait():
+    """Wait for the previous grid in the stream (and see its writes): griddepcontrol.wait."""
+    if not _INTERPRETING:
+        gdc_wait()
+
+
+@triton.jit
+def _pdl_launch_dependents():
+    """Let the next grid in the stream launch: griddepcontrol.launch_dependents."""
+    if not _INTERPRETING:
+        gdc_launch_dependents()
 
 
 @triton.jit
@@ -80,8 +98,8 @@ def route_gate_up_kernel(
     partial [G_e x_t, U_e x_t] over the s-th K range (the bias in split 0).  e = ids[r] -
     expert_offset, t = r // TOPK; bias b [E, 2I] if HAS_BIAS."""
     if PDL:
-        gdc_wait()
-        gdc_launch_dependents()
+        _pdl_wait()
+        _pdl_launch_dependents()
     r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi = _gate_up_program(R, I, H, SPLIT_K, BLOCK_N, BLOCK_K)
     gid = tl.load(ids_ptr + r)
     if not is_held(gid, expert_offset, num_local):
@@ -168,8 +186,8 @@ def route_gate_up_mma_kernel(
     in fp32.  Block scales need BLOCK_K 128."""
     MATES: tl.constexpr = 16
     if PDL:
-        gdc_wait()
-        gdc_launch_dependents()
+        _pdl_wait()
+        _pdl_launch_dependents()
     r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi = _gate_up_program(R, I, H, SPLIT_K, BLOCK_N, BLOCK_K)
     gid = tl.load(ids_ptr + r)
     if not is_held(gid, expert_offset, num_local):
@@ -298,9 +316,10 @@ def route_down_kernel(
     if PDL:  # the first K step's weights are in flight while gate/up finishes
         w_first = tl.load(w_ptr + w_rows + offs_k[None, None, :],
                           mask=row_ok[:, :, None] & (offs_k < I)[None, None, :], other=0.0)
-        gdc_wait()
-        acc = _down_step(act_ptr, w_first, r, held, row_ok, 0, offs_k, offs_g, s_base, ws_ptr, I, R,
-                         KP, W_SCALE, SPLIT_K, ACTIVATION, BLOCK_N, BLOCK_K)
+        _pdl_wait()
+        acc = tl.zeros([KP, BLOCK_N], dtype=tl.float32) + _down_step(  # 0 + s0, as the plain loop (-0.0)
+            act_ptr, w_first, r, held, row_ok, 0, offs_k, offs_g, s_base, ws_ptr, I, R,
+            KP, W_SCALE, SPLIT_K, ACTIVATION, BLOCK_N, BLOCK_K)
         k_first: tl.constexpr = BLOCK_K
     else:
         acc = tl.zeros([KP, BLOCK_N], dtype=tl.float32)
@@ -344,7 +363,7 @@ def route_down_mma_kernel(
     r_c, held_c, _ = _token_routes(ids_ptr, t, expert_offset, num_local, TOPK, NC)  # activation rows: the N side
     offs_k = tl.arange(0, BLOCK_K)
     if PDL:
-        gdc_wait()
+        _pdl_wait()
     acc = tl.zeros([KP * BLOCK_N, NC], dtype=tl.float32)
     for k0 in range(0, I, BLOCK_K):
         kk = k0 + offs_k
