@@ -46,6 +46,11 @@ def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
             yield "pdl", pdl
         for bn, bk, split in itertools.product((4, 8, 16), (512, 1024, 2048), (1, 2, 4)):  # GEMV form
             yield "gate_up", policy.Tile(bn, bk, 8, 1, split)
+        # Narrow rows, the whole of a 4096-wide H in one load (one DRAM round trip at M=1;
+        # 64-100 registers on sm_90, no spills)
+        for bn, bk, split in itertools.product((2, 4), (2048, 4096), (1, 2)):
+            if (bn, bk) != (4, 2048):
+                yield "gate_up", policy.Tile(bn, bk, 8, 1, split)
         for bn, bk, split in itertools.product((16, 32, 64), (128, 256), (1, 2, 4)):  # tensor-core form
             if bn * bk <= 8192:  # FP8 at 64 x 256 spills (scripts/compile_check.py)
                 yield "gate_up", policy.Tile(bn, bk, 4, 3, split, swap_ab=True)

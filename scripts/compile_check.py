@@ -74,6 +74,8 @@ CASES = [
      True),
     ("route_gate_up bf16", route_gate_up_kernel, dict(x_ptr="*bf16", w_ptr="*bf16", ids_ptr="*i32"),
      dict(W_SCALE=0, SPLIT_K=1, ACTIVATION=0, HAS_BIAS=False, BLOCK_N=8, BLOCK_K=2048), 8, False),
+    ("route_gate_up fp8_tensor N2 K4096", route_gate_up_kernel, dict(x_ptr="*bf16", w_ptr=FP8, ids_ptr="*i32"),
+     dict(W_SCALE=1, SPLIT_K=1, ACTIVATION=0, HAS_BIAS=False, BLOCK_N=2, BLOCK_K=4096), 8, False),
     ("route_gate_up fp8_block split2 oai+bias", route_gate_up_kernel, dict(x_ptr="*bf16", w_ptr=FP8, ids_ptr="*i32"),
      dict(W_SCALE=2, SPLIT_K=2, ACTIVATION=2, HAS_BIAS=True, BLOCK_N=8, BLOCK_K=1024), 8, False),
     ("route_gate_up_mma bf16 N32", route_gate_up_mma_kernel, dict(x_ptr="*bf16", w_ptr="*bf16", ids_ptr="*i32"),

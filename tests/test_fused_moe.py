@@ -255,10 +255,12 @@ def test_tensor_core_form_takes_bf16_outliers(fmt, device):
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_route_direct_split_k_and_small_tiles(fmt, device):
-    # Split K with the SwiGLU applied in the down kernel, and tiles smaller than I and H.
+@pytest.mark.parametrize("gate_up", [policy.Tile(8, 128, 4, 1, split_k=3), policy.Tile(2, 512, 4, 1, split_k=2)])
+def test_route_direct_split_k_and_small_tiles(fmt, gate_up, device):
+    # Split K with the SwiGLU applied in the down kernel, tiles smaller than I and H, and the
+    # narrowest GEMV tile (2 rows of gate and up) with a K step wider than a split's K range.
     weights, x, tw, ids = make_layer(2, 6, 3, 300, 136, fmt, device)
-    cfg = policy.RouteDirectConfig(policy.Tile(8, 128, 4, 1, split_k=3), policy.Tile(16, 128, 4, 1))
+    cfg = policy.RouteDirectConfig(gate_up, policy.Tile(16, 128, 4, 1))
     run_and_check(weights, x, tw, ids, "route_direct", config=cfg)
 
 
