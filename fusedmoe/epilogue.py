@@ -37,7 +37,7 @@ def quantize_rows(a: torch.Tensor, whole_rows: bool = False) -> tuple[torch.Tens
     rows, cols = a.shape
     if not runs_triton(a):
         return quant.quantize_rows_grouped(a, max(cols, 1) if whole_rows else quant.GROUP)
-    groups = 1 if whole_rows else cdiv(cols, quant.GROUP)
+    groups = min(cols, 1) if whole_rows else cdiv(cols, quant.GROUP)  # as the torch definition
     q = torch.empty(rows, cols, dtype=quant.FP8_DTYPE, device=a.device)
     s = torch.empty(rows, groups, dtype=torch.float32, device=a.device)
     if rows and cols and whole_rows:

@@ -292,6 +292,8 @@ def _launch_parallel(K, common, num_routes, num_local, block_m, padded, blocks,
     # No chunk wider than the routes need (R = 16 over 4096 experts sorts 16 keys, not 2048).
     chunk = min(chunk, max(K.next_pow2(num_routes), 16))
     num_chunks = -(-num_routes // chunk)
+    if num_chunks * num_local > _INT32_LIMIT:  # a forced chunk narrower than _auto_chunk's
+        raise ValueError(f"chunk: {num_chunks} chunks of {chunk} routes x {num_local} experts overflow int32")
     e_tile = max(min(e_tile, K.next_pow2(num_local)), 16)
     chunk_counts = _empty(num_chunks * num_local, device)
     chunk_off = _empty(num_chunks * num_local, device)

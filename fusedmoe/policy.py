@@ -227,8 +227,8 @@ def tuned_config(path: str, device_name: str, m: int, top_k: int, num_experts: i
         for e in cands:
             cfg = _from_dict(path, e["config"])
             if fmt == "fp8_block" and path == "route_direct":  # tensor-core tiles: one block scale per K step
-                cfg = RouteDirectConfig(*(dataclasses.replace(t, block_k=128) if t.swap_ab else t
-                                          for t in (cfg.gate_up, cfg.down)))
+                gate_up, down = (dataclasses.replace(t, block_k=128) if t.swap_ab else t for t in (cfg.gate_up, cfg.down))
+                cfg = dataclasses.replace(cfg, gate_up=gate_up, down=down)  # keeps pdl
             if legal(path, cfg, fmt):
                 return cfg
     return None

@@ -1,5 +1,5 @@
 """FP8 (e4m3) quantisation helpers in torch: weights per tensor / per 128x128 block,
-activations per row per 128-wide group along K, or per whole row (``activation_group``).
+activations per row per 128-wide group along K, or per whole row (``x_group``).
 
 These are the definitions the kernels reproduce and the reference replays:
 
@@ -80,7 +80,7 @@ def expand_block_scales(scale: torch.Tensor, n: int, k: int, block: int = GROUP)
 
 def x_group(fmt: str, cols: int) -> int:
     """Columns per scale of the activations x entering the grouped gate/up GEMM: with one
-    weight scale per expert (fp8_tensor) a whole row, so the MMA chains over all of K and both
+    weight scale per expert (fp8_tensor) a whole row, so the MMA needs no per-step rescale and both
     scales apply once at the end; with 128x128 weight blocks (fp8_block) 128, as the blocks."""
     return max(cols, 1) if fmt == "fp8_tensor" else GROUP
 

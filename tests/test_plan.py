@@ -155,6 +155,15 @@ def test_forced_paths_equal_the_reference(path):
         _check(ids, 300, 16, path=path)
 
 
+def test_forced_chunks_cannot_overflow_int32():
+    # the [chunks, experts] tables are int32-indexed: a forced narrow chunk is checked too
+    import types
+    fake = types.SimpleNamespace(next_pow2=lambda n: 1 << max(0, n - 1).bit_length())
+    with pytest.raises(ValueError, match="chunk"):
+        plan_mod._launch_parallel(fake, (), 1 << 24, 65536, 16, 0, 0, torch.empty(0, dtype=torch.int32),
+                                  None, None, None, 256, 2048)
+
+
 def test_forced_path_errors():
     ids = torch.zeros(2049, 1, dtype=torch.int32, device=_dev())
     with pytest.raises(ValueError, match="path: 'single' needs"):
@@ -341,13 +350,13 @@ def test_empty_launches_nothing(monkeypatch):
 
 
 def test_parallel_large():
-    # ~20k routes over 1024 experts with the default tiles: 10 chunks, real sizes
+    # 20k routes over 1024 experts with the default tiles: 79 chunks of 256, real sizes
     _check(_ids(2500, 8, 1024), 1024, 16)
 
 
 @slow
 def test_parallel_256k():
-    # 256k routes, 1024 experts (prefill of 32k tokens, top-8): 128 chunks (~30 s interpreted)
+    # 256k routes, 1024 experts (prefill of 32k tokens, top-8): 256 chunks of 1024 (~30 s interpreted)
     _check(_ids(32768, 8, 1024), 1024, 64)
 
 

@@ -1,5 +1,6 @@
 """Policy: heuristics, tuned-table lookup and its fallbacks, and the tuner's search loop."""
 
+import dataclasses
 import json
 
 import pytest
@@ -90,6 +91,17 @@ def test_descend_finds_the_minimum_and_skips_failures():
                                          "route_direct", fake_time, deadline=float("inf"))
     assert (best.gate_up.block_n, best.gate_up.block_k, best.down.block_n) == (8, 512, 4)
     assert t_best < t_start
+
+
+def test_fp8_block_reuse_of_a_table_entry_keeps_pdl(monkeypatch):
+    # fp8_block serves from an fp8_tensor entry with its tensor-core K step set to 128: the
+    # launch mode must survive that rewrite
+    entry = dict(num_experts=8, top_k=2, hidden=256, inter=128, format="fp8_tensor", tokens=1,
+                 config=dict(gate_up=dataclasses.asdict(policy.Tile(16, 256, 4, 3, swap_ab=True)),
+                             down=dataclasses.asdict(policy.Tile(8, 256, 4, 1)), pdl=True))
+    monkeypatch.setattr(policy, "load_table", lambda device, path: (entry,) if path == "route_direct" else ())
+    cfg = policy.tuned_config("route_direct", "NVIDIA H200", 1, 2, 8, 256, 128, "fp8_block")
+    assert cfg.pdl and cfg.gate_up.block_k == 128
 
 
 def test_descend_records_every_candidate_and_tries_pdl():

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from ..plan import _build, plan_launches, reference_plan
+from ..plan import _auto_chunk, _build, plan_launches, reference_plan
 from .harness import graph_us
 
 TARGET_US = 3.0
@@ -43,7 +43,8 @@ def run(routes: list[int], experts: list[int], top_k: int, block_m: int, path: s
                      and torch.equal(got.block_expert[: n // block_m], ref.block_expert[: n // block_m]))
             us = graph_us(build)
             launches = {"single": 1, "parallel": 3}.get(path) or plan_launches(ids.numel(), e)
-            rows.append(dict(routes=ids.numel(), experts=e, block_m=block_m, path=path, chunk=chunk,
+            rows.append(dict(routes=ids.numel(), experts=e, block_m=block_m, path=path,
+                             chunk=chunk or _auto_chunk(ids.numel()),
                              launches=launches, us=us, equal=equal))
             print(f"R={ids.numel():6d} E={e:5d}: {us:6.2f} us, {rows[-1]['launches']} launch(es), "
                   f"equal to the reference: {equal}", flush=True)

@@ -8,7 +8,8 @@ Scales (W_SCALE): 0 none, 1 one fp32 per expert (applied once at the end), 2 one
 128x128 weight block (applied per K step).  A_SCALED: the A operand is e4m3 with one fp32
 scale per row per 128 columns (applied per K step, so each step starts a fresh MMA sum).
 Gate/up also takes A_SCALED == ROW_SCALED: one scale per row (fp8_tensor's x), so with
-W_SCALE 0 or 1 the MMA chains over all of K and both scales apply once at the end.  Per-step
+W_SCALE 0 or 1 the MMA sums go into the accumulator unscaled and both scales apply once at
+the end (the FP8 sums are still promoted to fp32 every FP8_PROMOTE_K columns).  Per-step
 scales need BLOCK_K dividing 128.
 """
 
@@ -87,7 +88,7 @@ def gate_up_tiles(a_ptr, a_rows, a_ok, stride_a, as_ptr, stride_as,
     128 % BLOCK_N == 0: a tile's rows then share one scale per step, folded into the per-row
     activation scale (one multiply per partial element).  ROW_SCALED activations are not
     scaled here (the caller applies their one scale per row): without block scales each
-    accumulator is one MMA chain over K."""
+    step's MMA sums go into the accumulator with no per-step multiply."""
     offs_k = tl.arange(0, BLOCK_K)
     n = n0 + tl.arange(0, BLOCK_N)
     n_ok = n < I
