@@ -52,7 +52,8 @@ def layer_inputs(shape, m, gen, dtype=torch.bfloat16):
 def variants(path: str, m: int, shape, fmt: str) -> list[tuple[str, object]]:
     """(label, config) runs of a path: its dispatched config (None), for route-direct also the
     tensor-core forms (gate/up, and down with FP8 weights; the tuned tables may pick them)
-    and both forms launched with PDL, for grouped FP8 also K steps of 64."""
+    and both forms launched with PDL, for grouped FP8 also K steps of 64 and MMA sums promoted
+    every 64 and 128 columns."""
     if path != "route_direct":
         if fmt not in FP8_FORMATS:
             return [(path, None)]
@@ -62,7 +63,9 @@ def variants(path: str, m: int, shape, fmt: str) -> list[tuple[str, object]]:
                                      shape.intermediate_size, fmt)
         k64 = policy.GroupedConfig(base.block_m, dataclasses.replace(base.gate_up, block_k=64),
                                    dataclasses.replace(base.down, block_k=64))
-        return [(path, None), (path + "_k64", k64)]
+        # fewer promotions of the FP8 MMA sums: the accuracy side of GroupedConfig.fp8_promote_k
+        return [(path, None), (path + "_k64", k64), (path + "_promote64", dataclasses.replace(base, fp8_promote_k=64)),
+                (path + "_promote128", dataclasses.replace(base, fp8_promote_k=128))]
     sms = torch.cuda.get_device_properties(DEV).multi_processor_count
     base = policy.route_direct_config(m, shape.top_k, shape.num_local_experts, shape.hidden_size,
                                       shape.intermediate_size, fmt, sms)

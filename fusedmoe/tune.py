@@ -75,13 +75,12 @@ def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
 
 
 def apply(cfg, field: str, value):
-    """``cfg`` with one field replaced."""
+    """``cfg`` with one field replaced (grouped tiles swap A and B exactly below 64 rows)."""
+    cfg = dataclasses.replace(cfg, **{field: value})
     if isinstance(cfg, policy.GroupedConfig):
-        bm = value if field == "block_m" else cfg.block_m
-        tiles = (value if f == field else getattr(cfg, f) for f in ("gate_up", "down"))
-        return policy.GroupedConfig(bm, *(dataclasses.replace(t, swap_ab=bm < 64) for t in tiles),
-                                    value if field == "group_m" else cfg.group_m)
-    return dataclasses.replace(cfg, **{field: value})
+        cfg = dataclasses.replace(cfg, **{f: dataclasses.replace(getattr(cfg, f), swap_ab=cfg.block_m < 64)
+                                          for f in ("gate_up", "down")})
+    return cfg
 
 
 def descend(start, moves: list[tuple[str, object]], fmt: str, path: str, time_us: Callable[[object], float],

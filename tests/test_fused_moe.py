@@ -1,5 +1,7 @@
 """The whole layer, every path and format, against the float64 reference."""
 
+import dataclasses
+
 import pytest
 import torch
 from conftest import ACT_DTYPE, ON_GPU, PLAIN_FORMAT, poison
@@ -306,6 +308,15 @@ def test_route_direct_pdl_is_bitwise_the_plain_launches(fmt, tensor_cores, i, de
         graph.replay()
         want = layers(plain, x)
         assert torch.isfinite(want).all() and torch.equal(out.view(torch.int16), want.view(torch.int16))
+
+
+@pytest.mark.parametrize("fmt", ["fp8_tensor", "fp8_block"])
+@pytest.mark.parametrize("promote_k", [64, 128])
+def test_grouped_fp8_promotion_intervals(fmt, promote_k, device):
+    # The promotion interval changes only how the MMA rounds (on sm_90); the layer is the same.
+    weights, x, tw, ids = make_layer(37, 8, 2, 300, 136, fmt, device)
+    base = policy.grouped_config(37, 2, 8, 300, 136, fmt)
+    run_and_check(weights, x, tw, ids, "grouped", config=dataclasses.replace(base, fp8_promote_k=promote_k))
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

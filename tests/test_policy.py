@@ -93,6 +93,16 @@ def test_descend_finds_the_minimum_and_skips_failures():
     assert t_best < t_start
 
 
+def test_fp8_promotion_interval_is_legal_up_to_the_k_step():
+    cfg = policy.grouped_config(64, 8, 128, 2048, 768, "fp8_tensor")  # BLOCK_K 128
+    for k, ok in ((32, True), (64, True), (128, True), (256, False), (48, False)):
+        assert policy.legal("grouped", dataclasses.replace(cfg, fp8_promote_k=k), "fp8_tensor") == ok
+    k64 = dataclasses.replace(cfg, down=dataclasses.replace(cfg.down, block_k=64), fp8_promote_k=128)
+    assert not policy.legal("grouped", k64, "fp8_block")
+    assert policy._from_dict("grouped", dataclasses.asdict(dataclasses.replace(cfg, fp8_promote_k=64))) == \
+        dataclasses.replace(cfg, fp8_promote_k=64)
+
+
 def test_fp8_block_reuse_of_a_table_entry_keeps_pdl(monkeypatch):
     # fp8_block serves from an fp8_tensor entry with its tensor-core K step set to 128: the
     # launch mode must survive that rewrite

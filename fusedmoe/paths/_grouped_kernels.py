@@ -9,7 +9,7 @@ Scales (W_SCALE): 0 none, 1 one fp32 per expert (applied once at the end), 2 one
 scale per row per 128 columns (applied per K step, so each step starts a fresh MMA sum).
 Gate/up also takes A_SCALED == ROW_SCALED: one scale per row (fp8_tensor's x), so with
 W_SCALE 0 or 1 the MMA sums go into the accumulator unscaled and both scales apply once at
-the end (the FP8 sums are still promoted to fp32 every FP8_PROMOTE_K columns).  Per-step
+the end (the FP8 sums are still promoted to fp32 every PROMOTE_K columns).  Per-step
 scales need BLOCK_K dividing 128.
 """
 
@@ -22,33 +22,35 @@ from .._epilogue_kernels import glu, quantize_group
 
 
 # FP8 x FP8 wgmma adds its products to the accumulator with less than fp32 precision (about
-# 14 significant bits); promoting into a plain fp32 sum every FP8_PROMOTE_K columns bounds the
-# loss.  Chained over 128 columns, grouped FP8 missed rel-L2 0.5% (0.54-0.60% on the H200);
-# with a fresh sum per 64 it reached 0.45% at most.
+# 14 significant bits); promoting into a plain fp32 sum every PROMOTE_K columns (a kernel
+# constexpr, GroupedConfig.fp8_promote_k) bounds the loss.  Chained over 128 columns, grouped
+# FP8 missed rel-L2 0.5% (0.54-0.60% on the H200); with a fresh sum per 64 it reached 0.45% at
+# most.  The default, 32, costs 8-31% at M >= 2048 against no promotion.
 FP8_PROMOTE_K = tl.constexpr(32)
 ROW_SCALED = tl.constexpr(2)  # A_SCALED of the gate/up kernel: one activation scale per row
 
 
 @triton.jit
-def _accumulate(acc, a, w, sa, sw, A_SCALED: tl.constexpr, W_SCALE: tl.constexpr, SWAP_AB: tl.constexpr):
+def _accumulate(acc, a, w, sa, sw, A_SCALED: tl.constexpr, W_SCALE: tl.constexpr, SWAP_AB: tl.constexpr,
+                PROMOTE_K: tl.constexpr):
     """acc + a . w^T ([BLOCK_M, N]; its transpose with SWAP_AB) for one K step, with the step's
     scales: sa per A row (A_SCALED), sw per W row or one for the tile (W_SCALE == 2).  Scaled
-    steps start a fresh MMA accumulator; FP8 products are promoted to fp32 every FP8_PROMOTE_K
+    steps start a fresh MMA accumulator; FP8 products are promoted to fp32 every PROMOTE_K
     columns (16-bit operands ignore the limit)."""
     if A_SCALED or W_SCALE == 2:
         if SWAP_AB:
-            part = tl.dot(w, tl.trans(a), max_num_imprecise_acc=FP8_PROMOTE_K)
+            part = tl.dot(w, tl.trans(a), max_num_imprecise_acc=PROMOTE_K)
         else:
-            part = tl.dot(a, tl.trans(w), max_num_imprecise_acc=FP8_PROMOTE_K)
+            part = tl.dot(a, tl.trans(w), max_num_imprecise_acc=PROMOTE_K)
         if A_SCALED:
             part = part * (sa[None, :] if SWAP_AB else sa[:, None])
         if W_SCALE == 2:
             part = part * (sw[:, None] if SWAP_AB else sw[None, :])
         acc = acc + part
     elif SWAP_AB:
-        acc = tl.dot(w, tl.trans(a), acc, max_num_imprecise_acc=FP8_PROMOTE_K)
+        acc = tl.dot(w, tl.trans(a), acc, max_num_imprecise_acc=PROMOTE_K)
     else:
-        acc = tl.dot(a, tl.trans(w), acc, max_num_imprecise_acc=FP8_PROMOTE_K)
+        acc = tl.dot(a, tl.trans(w), acc, max_num_imprecise_acc=PROMOTE_K)
     return acc
 
 
@@ -56,7 +58,7 @@ def _accumulate(acc, a, w, sa, sw, A_SCALED: tl.constexpr, W_SCALE: tl.constexpr
 def expert_tile(a_ptr, a_rows, a_ok, stride_a, as_ptr, stride_as,
                 w_ptr, w_rows, w_ok, stride_wn, ws_ptr, s_rows, stride_wsn, K,
                 A_SCALED: tl.constexpr, W_SCALE: tl.constexpr, SWAP_AB: tl.constexpr,
-                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PROMOTE_K: tl.constexpr):
     """acc[m, n] = sum_k A[a_rows[m], k] * W[w_rows[n], k] (scaled), fp32 [BLOCK_M, BLOCK_N].
 
     ``w_ptr``/``ws_ptr`` already point at the expert; ``s_rows`` is the scale-block row of
@@ -73,7 +75,7 @@ def expert_tile(a_ptr, a_rows, a_ok, stride_a, as_ptr, stride_as,
         w = tl.load(w_base + (k0 + offs_k)[None, :], mask=w_ok[:, None] & k_ok[None, :], other=0.0)
         sa = tl.load(as_ptr + a_rows * stride_as + k0 // 128, mask=a_ok, other=0.0) if A_SCALED else 0.0
         sw = tl.load(ws_ptr + s_rows * stride_wsn + k0 // 128, mask=w_ok, other=0.0) if W_SCALE == 2 else 0.0
-        acc = _accumulate(acc, a, w, sa, sw, A_SCALED, W_SCALE, SWAP_AB)
+        acc = _accumulate(acc, a, w, sa, sw, A_SCALED, W_SCALE, SWAP_AB, PROMOTE_K)
     return tl.trans(acc) if SWAP_AB else acc
 
 
@@ -81,7 +83,7 @@ def expert_tile(a_ptr, a_rows, a_ok, stride_a, as_ptr, stride_as,
 def gate_up_tiles(a_ptr, a_rows, a_ok, stride_a, as_ptr, stride_as,
                   w_ptr, n0, I, stride_wn, ws_ptr, stride_wsn, K,
                   A_SCALED: tl.constexpr, W_SCALE: tl.constexpr, SWAP_AB: tl.constexpr,
-                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PROMOTE_K: tl.constexpr):
     """(gate, up), fp32 [BLOCK_M, BLOCK_N] each: expert_tile over the gate rows n = n0 + [0,
     BLOCK_N) and the up rows I + n, sharing each step's A tile.  Two accumulators instead of
     one 2*BLOCK_N wide keep one partial alive at a time, half as wide.  Block scales need
@@ -111,11 +113,11 @@ def gate_up_tiles(a_ptr, a_rows, a_ok, stride_a, as_ptr, stride_as,
         w_g = tl.load(g_base + (k0 + offs_k)[None, :], mask=w_mask, other=0.0)
         w_u = tl.load(u_base + (k0 + offs_k)[None, :], mask=w_mask, other=0.0)
         if W_SCALE == 2:
-            gate = _accumulate(gate, a, w_g, sa * tl.load(g_scale + k0 // 128), 0.0, True, 0, SWAP_AB)
-            up = _accumulate(up, a, w_u, sa * tl.load(u_scale + k0 // 128), 0.0, True, 0, SWAP_AB)
+            gate = _accumulate(gate, a, w_g, sa * tl.load(g_scale + k0 // 128), 0.0, True, 0, SWAP_AB, PROMOTE_K)
+            up = _accumulate(up, a, w_u, sa * tl.load(u_scale + k0 // 128), 0.0, True, 0, SWAP_AB, PROMOTE_K)
         else:
-            gate = _accumulate(gate, a, w_g, sa, 0.0, A_SCALED == 1, 0, SWAP_AB)
-            up = _accumulate(up, a, w_u, sa, 0.0, A_SCALED == 1, 0, SWAP_AB)
+            gate = _accumulate(gate, a, w_g, sa, 0.0, A_SCALED == 1, 0, SWAP_AB, PROMOTE_K)
+            up = _accumulate(up, a, w_u, sa, 0.0, A_SCALED == 1, 0, SWAP_AB, PROMOTE_K)
     if SWAP_AB:
         gate = tl.trans(gate)
         up = tl.trans(up)
@@ -153,7 +155,8 @@ def grouped_gate_up_kernel(
         H, I, TOPK, stride_x, stride_xs, stride_we, stride_wn, stride_wse, stride_wsn, stride_act, stride_acts,
         A_SCALED: tl.constexpr, W_SCALE: tl.constexpr, QUANT_OUT: tl.constexpr, SWAP_AB: tl.constexpr,
         ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr,
-        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+        PROMOTE_K: tl.constexpr = FP8_PROMOTE_K):
     """act[r, n] = act(x[tok(r)] . W13[e, n] + b[e, n]) * (x[tok(r)] . W13[e, I + n] + b[e, I + n])
     for the routes r of one block and n in one BLOCK_N tile of I (bias b [E, 2I] if HAS_BIAS);
     with QUANT_OUT (BLOCK_N == 128) act is e4m3 with the tile's per-row scale in acts[r, tile].
@@ -169,13 +172,13 @@ def grouped_gate_up_kernel(
     if A_SCALED or W_SCALE == 2:  # FP8: gate and up in two accumulators, each half as wide
         gate, up = gate_up_tiles(x_ptr, rows, valid, stride_x, xs_ptr, stride_xs, w_e, nt * BLOCK_N, I, stride_wn,
                                  ws_ptr + e * stride_wse, stride_wsn, H, A_SCALED, W_SCALE, SWAP_AB,
-                                 BLOCK_M, BLOCK_N, BLOCK_K)
+                                 BLOCK_M, BLOCK_N, BLOCK_K, PROMOTE_K)
     else:  # one chained MMA over the gate and up rows together: [BLOCK_M, 2*BLOCK_N]
         j = tl.arange(0, 2 * BLOCK_N)
         rows_gu = (j // BLOCK_N) * I + nt * BLOCK_N + j % BLOCK_N
         acc = expert_tile(x_ptr, rows, valid, stride_x, xs_ptr, stride_xs, w_e, rows_gu,
                           nt * BLOCK_N + j % BLOCK_N < I, stride_wn, ws_ptr, j, stride_wsn, H,  # no block scales
-                          A_SCALED, W_SCALE, SWAP_AB, BLOCK_M, 2 * BLOCK_N, BLOCK_K)
+                          A_SCALED, W_SCALE, SWAP_AB, BLOCK_M, 2 * BLOCK_N, BLOCK_K, PROMOTE_K)
         gate, up = tl.split(tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N)), (0, 2, 1)))
     if A_SCALED == ROW_SCALED:
         sx = tl.load(xs_ptr + rows * stride_xs, mask=valid, other=0.0)[:, None]
@@ -205,7 +208,8 @@ def grouped_down_kernel(
         act_ptr, acts_ptr, w_ptr, ws_ptr, b_ptr, routes_ptr, block_expert_ptr, num_blocks_ptr, y_ptr,
         H, I, stride_act, stride_acts, stride_we, stride_wn, stride_wse, stride_wsn, stride_y,
         A_SCALED: tl.constexpr, W_SCALE: tl.constexpr, SWAP_AB: tl.constexpr, HAS_BIAS: tl.constexpr,
-        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+        PROMOTE_K: tl.constexpr = FP8_PROMOTE_K):
     """y[r, n] = act[r] . W2[e, n] (+ b[e, n], b [E, H] if HAS_BIAS) for the routes r of one block
     and n in one BLOCK_N tile of H."""
     e, r, valid, nt = _program_block(routes_ptr, block_expert_ptr, num_blocks_ptr, H, BLOCK_M, BLOCK_N, GROUP_M)
@@ -217,7 +221,7 @@ def grouped_down_kernel(
     acc = expert_tile(act_ptr, r64, valid, stride_act, acts_ptr, stride_acts,
                       w_ptr + e.to(tl.int64) * stride_we, n, n_ok, stride_wn,
                       ws_ptr + e * stride_wse, n // 128, stride_wsn, I,
-                      A_SCALED, W_SCALE, SWAP_AB, BLOCK_M, BLOCK_N, BLOCK_K)
+                      A_SCALED, W_SCALE, SWAP_AB, BLOCK_M, BLOCK_N, BLOCK_K, PROMOTE_K)
     if W_SCALE == 1:
         acc = acc * tl.load(ws_ptr + e)
     if HAS_BIAS:
