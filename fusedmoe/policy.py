@@ -168,10 +168,11 @@ def routes_per_active_expert(m: int, top_k: int, num_experts: int) -> float:
 # - FP8 weights (mostly the GEMV form, one stream per route): up to M=8 it wins to 1.52
 #   routes per active expert (Mixtral M=4 with the fourth session's tables, 2026-11-30-s4:
 #   137-146 vs 151-155 us grouped; the third session's tables lost there, 155-165 vs
-#   147-149) and loses at Mixtral M=8 (2.2: 233-246 vs 180-183 us): the limit sits at 1.6.  At M=16, with the per-format
-#   FP8 tables of the third session (2026-11-30-s3/decode), it won at 1.26 on GPT-OSS
-#   (107-111 vs 117-121 us) and DeepSeek-V3 fp8_tensor (153 vs 159), tied at 1.35 on Hunyuan
-#   (80-82 vs 82-84) and lost at 1.55 on Qwen3 (139-151 vs 117): the limit sits at 1.4.
+#   147-149) and loses at Mixtral M=8 (2.2: 233-246 vs 180-183 us): the limit sits at 1.6.
+#   At M=16, with the per-format FP8 tables of the third session (2026-11-30-s3/decode), it
+#   won at 1.26 on GPT-OSS (107-111 vs 117-121 us) and DeepSeek-V3 fp8_tensor (153 vs 159),
+#   tied at 1.35 on Hunyuan (80-82 vs 82-84) and lost at 1.55 on Qwen3 (139-151 vs 117): the
+#   limit sits at 1.4.
 #   DeepSeek-V3 fp8_block M=16 (1.26) loses 7% by it (172 vs 160 us).
 ROUTE_DIRECT_MAX_TOKENS = 16
 ROUTE_DIRECT_MAX_SHARING = {"16bit": (2.0, 1.3), "fp8": (1.6, 1.4)}  # (M <= 8, 8 < M <= 16)

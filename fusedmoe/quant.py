@@ -78,11 +78,17 @@ def expand_block_scales(scale: torch.Tensor, n: int, k: int, block: int = GROUP)
     return scale.repeat_interleave(block, dim=1)[:, :n].repeat_interleave(block, dim=2)[:, :, :k]
 
 
+def x_row_scaled(fmt: str) -> bool:
+    """Whether the activations x entering the grouped gate/up GEMM take one scale per row: with
+    one weight scale per expert (fp8_tensor), so the MMA needs no per-step rescale and both
+    scales apply once at the end; with 128x128 weight blocks (fp8_block) x keeps one scale per
+    128 columns, as the blocks."""
+    return fmt == "fp8_tensor"
+
+
 def x_group(fmt: str, cols: int) -> int:
-    """Columns per scale of the activations x entering the grouped gate/up GEMM: with one
-    weight scale per expert (fp8_tensor) a whole row, so the MMA needs no per-step rescale and both
-    scales apply once at the end; with 128x128 weight blocks (fp8_block) 128, as the blocks."""
-    return max(cols, 1) if fmt == "fp8_tensor" else GROUP
+    """Columns per scale of x entering the grouped gate/up GEMM (``x_row_scaled``)."""
+    return max(cols, 1) if x_row_scaled(fmt) else GROUP
 
 
 def quantize_rows_grouped(a: torch.Tensor, group: int = GROUP) -> tuple[torch.Tensor, torch.Tensor]:

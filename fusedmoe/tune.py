@@ -112,8 +112,10 @@ def descend(start, moves: list[tuple[str, object]], fmt: str, path: str, time_us
     return best, t_best, t_start
 
 
-def _case_timer(shape, fmt: str, path: str, m: int, device: torch.device) -> Callable[[object], float]:
-    """A function timing fused_moe(config=...) on this case (graph-timed, weights rotated)."""
+def _case_timer(shape, fmt: str, path: str, m: int, device: torch.device,
+                errors: dict | None = None) -> Callable[[object], float]:
+    """A function timing fused_moe(config=...) on this case (graph-timed, weights rotated).
+    Each config's rel-L2 against the reference is checked first, and kept in ``errors``."""
     from .api import fused_moe
     from .bench import harness
     from .weights import ExpertWeights
@@ -139,6 +141,8 @@ def _case_timer(shape, fmt: str, path: str, m: int, device: torch.device) -> Cal
         got = fused_moe(x, copies[0], routings[0][0], routings[0][1], path=path, config=cfg, check_ids=False,
                         num_experts=shape.num_experts)
         err = rel_l2(got, ref)
+        if errors is not None:
+            errors[cfg] = err
         if not err <= MAX_REL_L2:  # a config must compute the layer before it is timed
             raise RuntimeError(f"config {cfg}: rel-L2 {err:.2e} against the reference")
         calls = [lambda w=w, r=r: fused_moe(x, w, r[0], r[1], path=path, out=out, config=cfg, check_ids=False,

@@ -157,9 +157,10 @@ def sass_facts(cubin: bytes) -> dict:
     # griddepcontrol.wait / .launch_dependents (PDL) compile to ACQBULK / PREEXIT; a kernel
     # must wait for its predecessor before it lets its dependents launch
     wait_at, launch_at = sass.find("ACQBULK"), sass.find("PREEXIT")
-    return dict(pdl_wait_first=launch_at < 0 or 0 <= wait_at < launch_at,hgmma=sass.count("HGMMA"), qgmma=sass.count("QGMMA"), registers=int(regs.group(1)) if regs else None,
+    return dict(hgmma=sass.count("HGMMA"), qgmma=sass.count("QGMMA"), registers=int(regs.group(1)) if regs else None,
                 local_bytes=int(local.group(1)) if local else None, spill_ops=len(re.findall(r"\b(?:LDL|STL)\b", sass)),
-                pdl_wait=sass.count("ACQBULK"), pdl_launch=sass.count("PREEXIT"))
+                pdl_wait=sass.count("ACQBULK"), pdl_launch=sass.count("PREEXIT"),
+                pdl_wait_first=launch_at < 0 or 0 <= wait_at < launch_at)
 
 
 def main() -> int:

@@ -34,8 +34,9 @@ def main() -> None:
     ids = torch.rand(m, e, device=dev).argsort(1)[:, :k].int().contiguous()
     tw = torch.rand(m, k, device=dev)
     for fmt in ("fp8_tensor", "fp8_block"):
-        group = quant.x_group(fmt, h)  # fp8_tensor: one scale per row of x
-        q, s = quantize_rows(x, whole_rows=group == h)
+        row_scaled = quant.x_row_scaled(fmt)  # fp8_tensor: one scale per row of x
+        group = quant.x_group(fmt, h)
+        q, s = quantize_rows(x, whole_rows=row_scaled)
         q_ref, s_ref = quant.quantize_rows_grouped(x.float(), group)
         print(f"{fmt} x: scales equal {torch.equal(s, s_ref)}, codes differing "
               f"{(q.view(torch.uint8) != q_ref.view(torch.uint8)).float().mean().item():.2e}")
@@ -47,7 +48,7 @@ def main() -> None:
         grouped_gate_up_kernel[(plan.block_expert.numel() * triton.cdiv(i, 128),)](
             q, s, w.w13, ws, optional_ptr(None, x), plan.sorted_routes, plan.block_expert, plan.num_blocks, act,
             act_s, h, i, k, q.stride(0), s.stride(0), w.w13.stride(0), w.w13.stride(1), se, sn, act.stride(0),
-            act_s.stride(0), A_SCALED=2 if group == h else 1, W_SCALE=mode, QUANT_OUT=True, SWAP_AB=True, ACTIVATION=0,
+            act_s.stride(0), A_SCALED=2 if row_scaled else 1, W_SCALE=mode, QUANT_OUT=True, SWAP_AB=True, ACTIVATION=0,
             HAS_BIAS=False, BLOCK_M=16, BLOCK_N=128, BLOCK_K=128, GROUP_M=1, num_warps=4,
             num_stages=3)
         d13, _ = w.dequantize()

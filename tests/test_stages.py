@@ -50,8 +50,9 @@ def test_quantize_rows_matches_torch(shape, whole_rows, device):
 
 
 def test_x_group_by_format():
-    # fp8_tensor scales x per row (one MMA chain over K in the grouped gate/up), fp8_block per 128 columns
+    # fp8_tensor scales x per row (no per-step rescale in the grouped gate/up), fp8_block per 128 columns
     assert quant.x_group("fp8_tensor", 7168) == 7168 and quant.x_group("fp8_block", 7168) == 128
+    assert quant.x_row_scaled("fp8_tensor") and not quant.x_row_scaled("fp8_block")
 
 
 def test_quantize_bf16_rows_matches_torch(device):

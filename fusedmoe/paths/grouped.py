@@ -19,7 +19,7 @@ from ..policy import GroupedConfig
 from .._runtime import cdiv
 from ..weights import ExpertWeights
 from ._common import optional_ptr, scale_args
-from ._grouped_kernels import grouped_down_kernel, grouped_gate_up_kernel
+from ._grouped_kernels import ROW_SCALED, grouped_down_kernel, grouped_gate_up_kernel
 
 QUANTIZES_ACTIVATIONS = {"bf16": False, "fp16": False, "fp8_tensor": True, "fp8_block": True}
 
@@ -51,7 +51,7 @@ def grouped_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Ten
                       no_permute=uses_no_permute(m * k, e_local))
     max_blocks = plan.block_expert.numel()
 
-    row_scaled = weights.format == "fp8_tensor"
+    row_scaled = quant.x_row_scaled(weights.format)
     if fp8:
         a1, a1_s = quantize_rows(x, whole_rows=row_scaled)
         act = torch.empty(m * k, inter, dtype=quant.FP8_DTYPE, device=dev)
@@ -68,7 +68,7 @@ def grouped_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Ten
         plan.sorted_routes, plan.block_expert, plan.num_blocks, act, act_s,
         hidden, inter, k, a1.stride(0), a1_s.stride(0), weights.w13.stride(0), weights.w13.stride(1), se13, sn13,
         act.stride(0), act_s.stride(0),
-        A_SCALED=2 if row_scaled else int(fp8), W_SCALE=mode, QUANT_OUT=fp8, SWAP_AB=gu.swap_ab,
+        A_SCALED=ROW_SCALED.value if row_scaled else int(fp8), W_SCALE=mode, QUANT_OUT=fp8, SWAP_AB=gu.swap_ab,
         ACTIVATION=ACTIVATIONS[activation],
         HAS_BIAS=weights.w13_bias is not None, BLOCK_M=bm, BLOCK_N=gu.block_n, BLOCK_K=gu.block_k,
         GROUP_M=config.group_m, PROMOTE_K=config.fp8_promote_k,
