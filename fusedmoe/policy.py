@@ -45,8 +45,8 @@ class GroupedConfig:
     programs walk together per weight tile (L2 reuse when an expert has several blocks).
     fp8_promote_k (FP8 weights; 32, 64 or 128, at most each tile's BLOCK_K): the FP8 MMA sums
     are added into the fp32 accumulator every fp8_promote_k columns.  Fewer promotions run
-    faster and round more: 32 keeps every measured case under rel-L2 0.5%.  Not a tuner move
-    (its accuracy gate is 1%): chosen per format from fusedmoe check accuracy."""
+    faster and round more; ``grouped_promote_k`` picks it from M.  Not a tuner move (its
+    accuracy gate is 1%)."""
 
     block_m: int
     gate_up: Tile
@@ -77,6 +77,25 @@ def grouped_block_m(num_routes: int, num_experts: int) -> int:
     return 128
 
 
+# FP8 promotion interval of the grouped path, measured on the H200 (2026-11-30, fifth session;
+# benchmarks/results/H200/2026-11-30-s5: promote.md and accuracy.md, 5 PEERS shapes x
+# fp8_tensor/fp8_block).  rel-L2 against the float64 reference, largest over the cases:
+#   every 32 columns: <= 0.41% at every M;  every 64: <= 0.45% at every M (1..4096);
+#   every 128: <= 0.42% at M >= 512, but 0.49% at M=64 and 0.60-0.71% at M 1 and 8, where a
+#   case averages over few rows (its expected error is the same at every M: ~0.4%).
+# Time, 128 against 32: 5-9% faster at M=512, up to 21% at 2048 and 18-25% at 8192 (Qwen3
+# fp8_tensor 8192: 1780 -> 1367 us; DeepSeek-V3 TP8 2840 -> 2118); 64 gains 2-12%.
+# So: every 128 columns from M = 512, where the cases stay <= 0.42%; every 64 below.
+GROUPED_PROMOTE_128_MIN_TOKENS = 512
+
+
+def grouped_promote_k(m: int, gate_up: Tile, down: Tile) -> int:
+    """FP8 promotion interval for M tokens: 128 from GROUPED_PROMOTE_128_MIN_TOKENS, else 64,
+    never above either tile's BLOCK_K (32 when a tile steps 32 columns)."""
+    want = 128 if m >= GROUPED_PROMOTE_128_MIN_TOKENS else 64
+    return min(want, gate_up.block_k, down.block_k) if min(gate_up.block_k, down.block_k) >= 32 else 32
+
+
 def grouped_config(m: int, top_k: int, num_experts: int, hidden: int, inter: int, fmt: str) -> GroupedConfig:
     """Heuristic tiles of the grouped path.
 
@@ -98,7 +117,8 @@ def grouped_config(m: int, top_k: int, num_experts: int, hidden: int, inter: int
         gate_up, down = Tile(128, 128, 8, 3, swap_ab=swap), Tile(128, 128, warps, 3, swap_ab=swap)
     else:
         gate_up, down = Tile(64, 64, warps, 3, swap_ab=swap), Tile(128, 64, warps, 3, swap_ab=swap)
-    return GroupedConfig(bm, gate_up, down, grouped_group_m(m * top_k, num_experts, bm))
+    return GroupedConfig(bm, gate_up, down, grouped_group_m(m * top_k, num_experts, bm),
+                         grouped_promote_k(m, gate_up, down))
 
 
 def grouped_group_m(num_routes: int, num_experts: int, block_m: int) -> int:
@@ -127,7 +147,10 @@ def route_direct_config(m: int, top_k: int, num_experts: int, hidden: int, inter
     - FP8 weights: the GEMV form won 18 of 20 (upcasting e4m3 to bf16 for the MMA costs more
       than it saves): K step 512, rows per program shrunk until there are >= 4 programs per SM.
     - down: the [next_pow2(k), dn, bk] tile near 8K elements, 4 warps, dn shrunk to keep
-      >= 4 programs per SM, never under 128 columns."""
+      >= 4 programs per SM, never under 128 columns.
+    - pdl for FP8 weights: on the same tiles it was 3-16% faster in all 20 FP8 cases the
+      fifth session's tuner tried both ways (Qwen3, DeepSeek-V3 TP8, M 1..8; 2026-11-30-s5/
+      tune_candidates.jsonl); with bf16 it won 4 of 10 (-5..+10%), so the tables decide."""
     routes = max(1, m * top_k)
     target = 4 * num_sms
     if fmt not in FP8_FORMATS:
@@ -146,7 +169,7 @@ def route_direct_config(m: int, top_k: int, num_experts: int, hidden: int, inter
     while dn > 4 and (max(1, m) * triton.cdiv(hidden, dn) < target or kp * dn * 128 > DOWN_TILE_ELEMENTS):
         dn //= 2
     dn_bk = max(128, min(DOWN_TILE_ELEMENTS // (kp * dn), triton.next_power_of_2(inter)))
-    return RouteDirectConfig(gate_up, Tile(dn, dn_bk, 4, 1))
+    return RouteDirectConfig(gate_up, Tile(dn, dn_bk, 4, 1), pdl=fmt in FP8_FORMATS)
 
 
 def routes_per_active_expert(m: int, top_k: int, num_experts: int) -> float:
@@ -220,6 +243,12 @@ def legal(path: str, cfg: GroupedConfig | RouteDirectConfig, fmt: str) -> bool:
             and gu_ok and dn_ok)
 
 
+# A table entry serves token counts within this factor of the M it was tuned at; beyond, the
+# heuristic.  Measured (2026-11-30, fifth session): with the nearest entry at any distance,
+# grouped bf16 entries tuned at M = 16..64 ran Qwen3 M=8192 in 4473 us against the heuristic's
+# 1599 (vLLM 1666), DeepSeek-V3 TP8 6205 against 2547: the tile for 1-4 rows per expert.
+TABLE_MAX_TOKEN_RATIO = 2.0
+
 # A table entry measured for one format also serves formats that stream the same bytes.
 _TABLE_FORMATS = {"bf16": ("bf16", "fp16"), "fp16": ("fp16", "bf16"), "fp8_tensor": ("fp8_tensor", "fp8_block"),
                   "fp8_block": ("fp8_block", "fp8_tensor")}
@@ -228,14 +257,20 @@ _TABLE_FORMATS = {"bf16": ("bf16", "fp16"), "fp16": ("fp16", "bf16"), "fp8_tenso
 def tuned_config(path: str, device_name: str, m: int, top_k: int, num_experts: int, hidden: int, inter: int,
                  fmt: str) -> GroupedConfig | RouteDirectConfig | None:
     """The table entry for this shape and format (or a same-width format) nearest in token
-    count (log scale); None when the device has no matching legal entry."""
+    count (log scale, within TABLE_MAX_TOKEN_RATIO); None when the device has no matching legal
+    entry.  A grouped entry without a promotion interval takes ``grouped_promote_k``."""
+    def distance(e):
+        return abs(math.log2(e["tokens"]) - math.log2(max(1, m)))
+
     for f in _TABLE_FORMATS[fmt]:
         cands = [e for e in load_table(device_name, path)
                  if (e["num_experts"], e["top_k"], e["hidden"], e["inter"], e["format"]) ==
-                 (num_experts, top_k, hidden, inter, f)]
-        cands.sort(key=lambda e: abs(math.log2(e["tokens"]) - math.log2(max(1, m))))
+                 (num_experts, top_k, hidden, inter, f) and distance(e) <= math.log2(TABLE_MAX_TOKEN_RATIO) + 1e-9]
+        cands.sort(key=distance)
         for e in cands:
             cfg = _from_dict(path, e["config"])
+            if path == "grouped" and "fp8_promote_k" not in e["config"]:
+                cfg = dataclasses.replace(cfg, fp8_promote_k=grouped_promote_k(m, cfg.gate_up, cfg.down))
             if fmt == "fp8_block" and path == "route_direct":  # tensor-core tiles: one block scale per K step
                 gate_up, down = (dataclasses.replace(t, block_k=128) if t.swap_ab else t for t in (cfg.gate_up, cfg.down))
                 cfg = dataclasses.replace(cfg, gate_up=gate_up, down=down)  # keeps pdl

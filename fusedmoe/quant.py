@@ -45,10 +45,23 @@ def _to_fp8(v: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
     return round_to_e4m3((v.to(torch.float32) / scale).clamp(-FP8_MAX, FP8_MAX)).to(FP8_DTYPE)
 
 
+def _per_expert(quantize, w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``quantize`` ([1, N, K] -> (e4m3, scale [1, ...])) applied one expert at a time: its
+    float32 temporaries stay one expert's size (DeepSeek-V3's w13 is 15 GB in bf16; whole,
+    its float32 quotient alone needed 28 GiB more)."""
+    if w.shape[0] == 0:
+        return quantize(w)
+    parts = [quantize(w[e:e + 1]) for e in range(w.shape[0])]
+    return torch.cat([q for q, _ in parts]), torch.cat([s for _, s in parts])
+
+
 def quantize_fp8_per_expert(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """[E, N, K] float -> (e4m3 [E, N, K], fp32 scale [E]), one scale per expert."""
-    scale = _safe_scale(w.abs().amax(dim=(1, 2)))
-    return _to_fp8(w, scale[:, None, None]), scale
+    def one(we):
+        scale = _safe_scale(we.abs().amax(dim=(1, 2)))
+        return _to_fp8(we, scale[:, None, None]), scale
+
+    return _per_expert(one, w)
 
 
 def _blocked(w: torch.Tensor, block: int) -> torch.Tensor:
@@ -65,12 +78,16 @@ def quantize_fp8_blocks(w: torch.Tensor, block: int = GROUP) -> tuple[torch.Tens
 
     The last block along N or K may be ragged; its scale covers the rows/columns that exist.
     """
-    e, n, k = w.shape
-    blocks = _blocked(w, block)
-    scale = _safe_scale(blocks.abs().amax(dim=(2, 4)))
-    q = round_to_e4m3((blocks / scale[:, :, None, :, None]).clamp(-FP8_MAX, FP8_MAX))
-    q = q.reshape(e, blocks.shape[1] * block, blocks.shape[3] * block)[:, :n, :k]
-    return q.to(FP8_DTYPE).contiguous(), scale
+    _, n, k = w.shape
+
+    def one(we):
+        blocks = _blocked(we, block)
+        scale = _safe_scale(blocks.abs().amax(dim=(2, 4)))
+        q = round_to_e4m3((blocks / scale[:, :, None, :, None]).clamp(-FP8_MAX, FP8_MAX))
+        q = q.reshape(we.shape[0], blocks.shape[1] * block, blocks.shape[3] * block)[:, :n, :k]
+        return q.to(FP8_DTYPE).contiguous(), scale
+
+    return _per_expert(one, w)
 
 
 def expand_block_scales(scale: torch.Tensor, n: int, k: int, block: int = GROUP) -> torch.Tensor:

@@ -75,11 +75,15 @@ def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
 
 
 def apply(cfg, field: str, value):
-    """``cfg`` with one field replaced (grouped tiles swap A and B exactly below 64 rows)."""
+    """``cfg`` with one field replaced (grouped tiles swap A and B exactly below 64 rows, and
+    promote FP8 sums at most every BLOCK_K columns)."""
     cfg = dataclasses.replace(cfg, **{field: value})
     if isinstance(cfg, policy.GroupedConfig):
         cfg = dataclasses.replace(cfg, **{f: dataclasses.replace(getattr(cfg, f), swap_ab=cfg.block_m < 64)
                                           for f in ("gate_up", "down")})
+        step = min(cfg.gate_up.block_k, cfg.down.block_k)
+        if step >= 32 and cfg.fp8_promote_k > step:
+            cfg = dataclasses.replace(cfg, fp8_promote_k=step)
     return cfg
 
 

@@ -40,6 +40,8 @@ def test_table_lookup_nearest_bucket_and_fallbacks(tmp_path, monkeypatch):
     assert find(1).gate_up.block_n == 4
     assert find(2).gate_up.block_n == 4       # log-nearest: 2 is nearer 1 than 8
     assert find(5).gate_up.block_n == 16      # and 5 nearer 8
+    assert find(16).gate_up.block_n == 16     # within TABLE_MAX_TOKEN_RATIO (2x) of 8
+    assert find(17) is None                   # beyond it: the heuristic (a decode tile at M=8192 ran 2.8x slower)
     assert find(1, "fp16").gate_up.block_n == 4  # fp16 uses bf16 entries (same bytes)
     # An illegal entry (block_k not a power of two) is never returned: heuristic instead.
     assert find(8, "fp8_tensor") is None
@@ -101,6 +103,25 @@ def test_fp8_promotion_interval_is_legal_up_to_the_k_step():
     assert not policy.legal("grouped", k64, "fp8_block")
     assert policy._from_dict("grouped", dataclasses.asdict(dataclasses.replace(cfg, fp8_promote_k=64))) == \
         dataclasses.replace(cfg, fp8_promote_k=64)
+
+
+def test_fp8_promotion_interval_follows_m_in_heuristics_tables_and_tuner_moves(tmp_path, monkeypatch):
+    for m, want in ((1, 64), (511, 64), (512, 128), (8192, 128)):
+        assert policy.grouped_config(m, 8, 128, 2048, 768, "fp8_tensor").fp8_promote_k == want
+    # never above a tile's K step
+    assert policy.grouped_promote_k(4096, policy.Tile(128, 64), policy.Tile(128, 128)) == 64
+    assert policy.grouped_promote_k(4096, policy.Tile(128, 16), policy.Tile(128, 128)) == 32
+    # a table entry written before the field existed takes the rule; one that has it keeps it
+    cfg = policy.grouped_config(600, 8, 128, 2048, 768, "fp8_tensor")
+    old = {k: v for k, v in dataclasses.asdict(cfg).items() if k != "fp8_promote_k"}
+    entry = dict(num_experts=128, top_k=8, hidden=2048, inter=768, format="fp8_tensor", tokens=600, config=old)
+    pinned = dict(entry, tokens=300, config=dict(old, fp8_promote_k=32))
+    _write_table(tmp_path, monkeypatch, [entry, pinned], path="grouped")
+    find = lambda m: policy.tuned_config("grouped", "NVIDIA H200", m, 8, 128, 2048, 768, "fp8_tensor")  # noqa: E731
+    assert find(700).fp8_promote_k == 128 and find(300).fp8_promote_k == 32
+    # a tuner move to a 64-column K step brings the interval down with it
+    moved = tune.apply(cfg, "down", policy.Tile(128, 64, 8, 3))
+    assert moved.fp8_promote_k == 64 and policy.legal("grouped", moved, "fp8_tensor")
 
 
 def test_fp8_block_reuse_of_a_table_entry_keeps_pdl(monkeypatch):
