@@ -73,7 +73,12 @@ def torch_grouped_mm(x: torch.Tensor, weights, topk_weights: torch.Tensor, topk_
     counts = torch.zeros(e_local + 1, dtype=torch.int32, device=x.device)
     counts.scatter_add_(0, key, torch.ones_like(key, dtype=torch.int32))
     offs = torch.cumsum(counts[:e_local], 0, dtype=torch.int32)
+    # Routes not held run in the last group, with routing weight 0: their rows come out as
+    # exact zeros, so the combine needs no mask: at DeepSeek-V3 M=8192 each pass over the
+    # [M*k, H] rows moves ~1.9 GB (~0.45 ms at 4.25 TB/s; an estimate, not yet measured).
+    offs[-1] = key.numel()
     tok = order // k
+    route_weight = torch.where(key < e_local, topk_weights.flatten(), 0.0)[order].to(x.dtype)[:, None]
     if weights.format == "fp8_tensor":
         n13, h = weights.w13.shape[1], weights.w13.shape[2]
         s13 = weights.w13_scale[:, None].expand(e_local, n13).contiguous()
@@ -81,28 +86,28 @@ def torch_grouped_mm(x: torch.Tensor, weights, topk_weights: torch.Tensor, topk_
         # Fast accumulation: PEERS-H200.md has this peer's fp8 at 1.10x its bf16 time (Qwen3
         # M=8192), where our fp8 GEMMs without it took 2.0x the bf16 ones (2202 vs 1104 us):
         # the published figures imply FP8 GEMMs about as fast as bf16, and the faster peer is
-        # the fairer bar.  (Profiled 2026-11-30; the setting itself is measured next session.)
+        # the fairer bar.
         q, s = _quantize_rows(x)  # per token, then gathered: M rows quantised, not M * k
         gate_up = torch._scaled_grouped_mm(q[tok], weights.w13.transpose(1, 2), s[tok], s13, offs=offs,
                                            out_dtype=x.dtype, use_fast_accum=True)
-        act = F.silu(gate_up[:, :inter]) * gate_up[:, inter:]
-        q, s = _quantize_rows(act)
+        q, s = _quantize_rows(F.silu(gate_up[:, :inter]) * gate_up[:, inter:] * route_weight)
         y = torch._scaled_grouped_mm(q, weights.w2.transpose(1, 2), s, s2, offs=offs, out_dtype=x.dtype,
                                      use_fast_accum=True)
     else:
         gate_up = torch._grouped_mm(x[tok], weights.w13.transpose(1, 2), offs=offs)
-        act = F.silu(gate_up[:, :inter]) * gate_up[:, inter:]
+        act = F.silu(gate_up[:, :inter]) * gate_up[:, inter:] * route_weight
         y = torch._grouped_mm(act, weights.w2.transpose(1, 2), offs=offs)
-    # Combine without atomics: rows gathered back to route order, then the weighted sum over
-    # each token's k routes (bf16 products, fp32 sum inside torch's reduction).  Rows past the
-    # last group are not written by the grouped GEMM: masked, not multiplied.  Measured on the
-    # H200 (Qwen3 M=8192, 2026-11-30): index_add_ of bf16 rows (atomics) made this peer up to
-    # 2.2x slower than PEERS-H200.md; a scatter ``by_route[order] = y`` took 610 us where a
-    # gather of the same rows takes ~120.
+    # Combine without atomics: the weighted rows gathered back to route order, then summed
+    # over each token's k routes (fp32 sum inside torch's reduction).  Measured on the H200
+    # (2026-11-30): index_add_ of bf16 rows (atomics) made this peer up to 2.2x slower than
+    # PEERS-H200.md; a scatter ``by_route[order] = y`` took 610 us at Qwen3 M=8192 where a
+    # gather of the same rows takes ~120; with the routing weight applied and unheld routes
+    # masked over [M*k, H] after the gather, the peer stayed 1.3-1.5x slower than PEERS at
+    # M >= 2048 with E >= 192.  Folding the weight into the [M*k, I] activations is not yet
+    # measured.
     position = torch.empty_like(order)
     position[order] = torch.arange(order.numel(), device=order.device)
-    by_route = torch.where((key < e_local)[:, None], y.index_select(0, position), 0.0)
-    return (by_route.view(m, k, -1) * topk_weights.to(y.dtype)[..., None]).sum(dim=1)
+    return y.index_select(0, position).view(m, k, -1).sum(dim=1)
 
 
 def get_peer(name: str) -> Callable[..., torch.Tensor]:
