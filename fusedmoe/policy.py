@@ -110,9 +110,9 @@ def grouped_config(m: int, top_k: int, num_experts: int, hidden: int, inter: int
     if fmt in FP8_FORMATS:
         # BLOCK_N = 128 on gate/up: the tile holds one whole 128-group of the SwiGLU output, so
         # its FP8 requantisation is fused into the epilogue.  BLOCK_K = 128: one scale per step.
-        # Gate/up takes 8 warps even with swap-AB: promoting the FP8 sums to fp32 every 32
-        # columns (_grouped_kernels.FP8_PROMOTE_K) costs a third accumulator; at BLOCK_M 32
-        # with 4 warps it spilled 15 LDL/STL, with 8 it holds in 203 registers.
+        # Gate/up takes 8 warps even with swap-AB: promoting the FP8 sums to fp32
+        # (grouped_promote_k) costs a third accumulator; at BLOCK_M 32 with 4 warps it
+        # spilled 15 LDL/STL, with 8 it holds in 203 registers.
         bm = min(bm, 64)
         gate_up, down = Tile(128, 128, 8, 3, swap_ab=swap), Tile(128, 128, warps, 3, swap_ab=swap)
     else:

@@ -25,7 +25,8 @@ from .._epilogue_kernels import glu, quantize_group
 # 14 significant bits); promoting into a plain fp32 sum every PROMOTE_K columns (a kernel
 # constexpr, GroupedConfig.fp8_promote_k) bounds the loss.  Chained over 128 columns, grouped
 # FP8 missed rel-L2 0.5% (0.54-0.60% on the H200); with a fresh sum per 64 it reached 0.45% at
-# most.  The default, 32, costs 8-31% at M >= 2048 against no promotion.
+# most.  The launcher always passes GroupedConfig.fp8_promote_k (policy.grouped_promote_k:
+# 64 below M=512, 128 from it); this default, 32, is what a direct compile (compile_check) gets.
 FP8_PROMOTE_K = tl.constexpr(32)
 ROW_SCALED = tl.constexpr(2)  # A_SCALED of the gate/up kernel: one activation scale per row
 
