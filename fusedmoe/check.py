@@ -51,9 +51,10 @@ def layer_inputs(shape, m, gen, dtype=torch.bfloat16):
 
 def variants(path: str, m: int, shape, fmt: str) -> list[tuple[str, object]]:
     """(label, config) runs of a path: its dispatched config (None), for route-direct also the
-    tensor-core forms (gate/up, and down with FP8 weights; the tuned tables may pick them)
-    and both forms launched with PDL, for grouped FP8 also K steps of 64 and MMA sums promoted
-    every 64 and 128 columns."""
+    tensor-core forms (gate/up, and down with FP8 weights; the tuned tables may pick them),
+    each launched with and without PDL; for grouped FP8 also K steps of 64 and the MMA sums
+    promoted every 32 columns (the most accurate interval) and every 64 where the rule
+    (policy.grouped_promote_k) picks 128."""
     if path != "route_direct":
         if fmt not in FP8_FORMATS:
             return [(path, None)]
@@ -61,18 +62,20 @@ def variants(path: str, m: int, shape, fmt: str) -> list[tuple[str, object]]:
         # fp32: K steps of 64 instead of 128 halve that run (accuracy vs cost, issue 2).
         base = policy.grouped_config(m, shape.top_k, shape.num_local_experts, shape.hidden_size,
                                      shape.intermediate_size, fmt)
-        k64 = policy.GroupedConfig(base.block_m, dataclasses.replace(base.gate_up, block_k=64),
-                                   dataclasses.replace(base.down, block_k=64))
-        # fewer promotions of the FP8 MMA sums: the accuracy side of GroupedConfig.fp8_promote_k
-        return [(path, None), (path + "_k64", k64), (path + "_promote64", dataclasses.replace(base, fp8_promote_k=64)),
-                (path + "_promote128", dataclasses.replace(base, fp8_promote_k=128))]
+        k64 = dataclasses.replace(base, gate_up=dataclasses.replace(base.gate_up, block_k=64),
+                                  down=dataclasses.replace(base.down, block_k=64),
+                                  fp8_promote_k=min(base.fp8_promote_k, 64))
+        runs = [(path, None), (path + "_k64", k64), (path + "_promote32", dataclasses.replace(base, fp8_promote_k=32))]
+        if base.fp8_promote_k > 64:
+            runs.append((path + "_promote64", dataclasses.replace(base, fp8_promote_k=64)))
+        return runs
     sms = torch.cuda.get_device_properties(DEV).multi_processor_count
     base = policy.route_direct_config(m, shape.top_k, shape.num_local_experts, shape.hidden_size,
                                       shape.intermediate_size, fmt, sms)
     down = policy.Tile(16, 128, 4, 3, swap_ab=True) if fmt in FP8_FORMATS else base.down  # FP8: tensor-core down too
     mma = policy.RouteDirectConfig(policy.Tile(32, 128, 4, 3, 2, swap_ab=True), down)
-    return [(path, None), (path + "_mma", mma), (path + "_pdl", dataclasses.replace(base, pdl=True)),
-            (path + "_mma_pdl", dataclasses.replace(mma, pdl=True))]
+    return [(path, None), (path + "_mma", mma), (path + "_nopdl", dataclasses.replace(base, pdl=False)),
+            (path + "_pdl", dataclasses.replace(base, pdl=True)), (path + "_mma_pdl", dataclasses.replace(mma, pdl=True))]
 
 
 def accuracy(out_dir: Path, tokens=(1, 8, 64, 512, 4096)) -> list[dict]:

@@ -89,9 +89,12 @@ def grouped_block_m(num_routes: int, num_experts: int) -> int:
 GROUPED_PROMOTE_128_MIN_TOKENS = 512
 
 
-def grouped_promote_k(m: int, gate_up: Tile, down: Tile) -> int:
+def grouped_promote_k(m: int, gate_up: Tile, down: Tile, fmt: str = "fp8_tensor") -> int:
     """FP8 promotion interval for M tokens: 128 from GROUPED_PROMOTE_128_MIN_TOKENS, else 64,
-    never above either tile's BLOCK_K (32 when a tile steps 32 columns)."""
+    never above either tile's BLOCK_K (32 below 64).  Weights of 16 bits take 32 at every M:
+    the kernels ignore it there, and one value compiles one kernel."""
+    if fmt not in FP8_FORMATS:
+        return 32
     want = 128 if m >= GROUPED_PROMOTE_128_MIN_TOKENS else 64
     return min(want, gate_up.block_k, down.block_k) if min(gate_up.block_k, down.block_k) >= 32 else 32
 
@@ -118,7 +121,7 @@ def grouped_config(m: int, top_k: int, num_experts: int, hidden: int, inter: int
     else:
         gate_up, down = Tile(64, 64, warps, 3, swap_ab=swap), Tile(128, 64, warps, 3, swap_ab=swap)
     return GroupedConfig(bm, gate_up, down, grouped_group_m(m * top_k, num_experts, bm),
-                         grouped_promote_k(m, gate_up, down))
+                         grouped_promote_k(m, gate_up, down, fmt))
 
 
 def grouped_group_m(num_routes: int, num_experts: int, block_m: int) -> int:
@@ -258,7 +261,8 @@ def tuned_config(path: str, device_name: str, m: int, top_k: int, num_experts: i
                  fmt: str) -> GroupedConfig | RouteDirectConfig | None:
     """The table entry for this shape and format (or a same-width format) nearest in token
     count (log scale, within TABLE_MAX_TOKEN_RATIO); None when the device has no matching legal
-    entry.  A grouped entry without a promotion interval takes ``grouped_promote_k``."""
+    entry.  A grouped entry's promotion interval is at most ``grouped_promote_k`` at this M (an
+    entry tuned at M=512 may serve M=256); one written without the field takes the rule."""
     def distance(e):
         return abs(math.log2(e["tokens"]) - math.log2(max(1, m)))
 
@@ -269,8 +273,9 @@ def tuned_config(path: str, device_name: str, m: int, top_k: int, num_experts: i
         cands.sort(key=distance)
         for e in cands:
             cfg = _from_dict(path, e["config"])
-            if path == "grouped" and "fp8_promote_k" not in e["config"]:
-                cfg = dataclasses.replace(cfg, fp8_promote_k=grouped_promote_k(m, cfg.gate_up, cfg.down))
+            if path == "grouped":
+                rule = grouped_promote_k(m, cfg.gate_up, cfg.down, fmt)
+                cfg = dataclasses.replace(cfg, fp8_promote_k=min(e["config"].get("fp8_promote_k", rule), rule))
             if fmt == "fp8_block" and path == "route_direct":  # tensor-core tiles: one block scale per K step
                 gate_up, down = (dataclasses.replace(t, block_k=128) if t.swap_ab else t for t in (cfg.gate_up, cfg.down))
                 cfg = dataclasses.replace(cfg, gate_up=gate_up, down=down)  # keeps pdl

@@ -51,8 +51,13 @@ def _per_expert(quantize, w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     its float32 quotient alone needed 28 GiB more)."""
     if w.shape[0] == 0:
         return quantize(w)
-    parts = [quantize(w[e:e + 1]) for e in range(w.shape[0])]
-    return torch.cat([q for q, _ in parts]), torch.cat([s for _, s in parts])
+    q0, s0 = quantize(w[:1])
+    q = q0.new_empty((w.shape[0], *q0.shape[1:]))
+    scale = s0.new_empty((w.shape[0], *s0.shape[1:]))
+    q[:1], scale[:1] = q0, s0
+    for e in range(1, w.shape[0]):  # written in place: no second copy of the e4m3 weights
+        q[e:e + 1], scale[e:e + 1] = quantize(w[e:e + 1])
+    return q, scale
 
 
 def quantize_fp8_per_expert(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -160,6 +160,17 @@ def _case_timer(shape, fmt: str, path: str, m: int, device: torch.device,
     return time_us
 
 
+def compile_cases(cases, path: str) -> list[tuple]:
+    """(shape, format, path, M) to precompile for the (shape, format, M) cases: per shape and
+    format the smallest M, and for grouped FP8 also the smallest M that takes the other
+    promotion interval (a kernel constexpr, so another kernel)."""
+    first_m = {}
+    for s, f, m in cases:
+        family = policy.grouped_promote_k(m, policy.Tile(128, 128), policy.Tile(128, 128), f) if path == "grouped" else 0
+        first_m[s, f, family] = min(m, first_m.get((s, f, family), m))
+    return [(s, f, path, m) for (s, f, _), m in first_m.items()]
+
+
 def _precompile(job) -> None:
     """Compile every ``stride``-th candidate of a case, from ``first``, by running each once
     (in a worker process)."""
@@ -227,7 +238,7 @@ def run(shapes, formats, tokens, paths, budget_s: float, out_dir: Path, force: b
         done = {_entry_key(e) for e in doc["entries"]}
         cases = [(s, f, m) for s in shapes for f in formats for m in tokens
                  if force or (s.num_local_experts, s.top_k, s.hidden_size, s.intermediate_size, f, m) not in done]
-        cases_to_compile = list(dict.fromkeys((s, f, path, min(tokens)) for s, f, _ in cases))
+        cases_to_compile = compile_cases(cases, path)
         if cases_to_compile:
             workers = _precompile_workers(cases_to_compile, dev)
             stride = max(1, workers // len(cases_to_compile))  # split a case's candidates when cases are few

@@ -8,7 +8,7 @@ of fewer promotions are read side by side.
 
 Each case starts from the config fused_moe would run (tuned table or heuristic).  The bar
 for a default is rel-L2 <= 0.5% in every case of ``fusedmoe check accuracy`` (its
-grouped_promote64/128 variants); this script adds the time.
+grouped_promote32/64 variants beside the rule's choice); this script adds the time.
 """
 
 from __future__ import annotations

@@ -79,10 +79,27 @@ def test_peers_match_reference(peer, offset, e_local):
     ids = torch.rand(m, e_global).argsort(dim=1)[:, :k].to(torch.int32)
     ids[0, 1] = -1  # a dropped route
     tw = torch.rand(m, k)
-    out = peers.get_peer(peer)(x, w, tw, ids, offset)
-    ref = moe_reference(x, w, tw, ids, expert_offset=offset)
-    assert out.shape == (m, h) and out.dtype == torch.bfloat16
-    assert rel_l2(out, ref) < 2e-2 and cosine(out, ref) > 0.999
+    for num_experts in (None, e_global):  # the window unknown, or known
+        out = peers.get_peer(peer)(x, w, tw, ids, offset, num_experts)
+        ref = moe_reference(x, w, tw, ids, expert_offset=offset)
+        assert out.shape == (m, h) and out.dtype == torch.bfloat16
+        assert rel_l2(out, ref) < 2e-2 and cosine(out, ref) > 0.999
+
+
+@pytest.mark.parametrize("peer", peers.PEERS)
+def test_peers_give_zero_rows_for_dropped_routes_whatever_x_holds(peer):
+    m, k, h, i, e = 4, 2, 32, 16, 4
+    w = ExpertWeights.from_dense(torch.randn(e, 2 * i, h) * 0.1, torch.randn(e, h, i) * 0.1, "bf16")
+    x = torch.randn(m, h).bfloat16()
+    x[1] = float("nan")
+    x[2] = float("inf")
+    ids = torch.tensor([[0, 1], [-1, -1], [-1, -1], [2, 3]], dtype=torch.int32)
+    tw = torch.rand(m, k)
+    out = peers.get_peer(peer)(x, w, tw, ids, 0, e)
+    assert torch.equal(out[1:3], torch.zeros(2, h, dtype=out.dtype))
+    assert torch.isfinite(out).all()
+    empty = peers.get_peer(peer)(x[:0], w, tw[:0], ids[:0], 0, e)
+    assert empty.shape == (0, h)
 
 
 def test_peer_support():

@@ -18,6 +18,15 @@ def test_heuristics_are_always_legal(fmt, m, k, e, h, i):
     assert policy.legal("route_direct", policy.route_direct_config(m, k, e, h, i, fmt, 132), fmt)
 
 
+@pytest.fixture(autouse=True)
+def _fresh_table_caches():
+    """Tables written by a test must not serve the tests after it (the caches outlive the
+    monkeypatched CONFIG_DIR)."""
+    yield
+    policy.load_table.cache_clear()
+    policy.select_config.cache_clear()
+
+
 def _write_table(tmp_path, monkeypatch, entries, path="route_direct"):
     d = tmp_path / "NVIDIA_H200"
     d.mkdir(parents=True, exist_ok=True)
@@ -108,17 +117,23 @@ def test_fp8_promotion_interval_is_legal_up_to_the_k_step():
 def test_fp8_promotion_interval_follows_m_in_heuristics_tables_and_tuner_moves(tmp_path, monkeypatch):
     for m, want in ((1, 64), (511, 64), (512, 128), (8192, 128)):
         assert policy.grouped_config(m, 8, 128, 2048, 768, "fp8_tensor").fp8_promote_k == want
-    # never above a tile's K step
+    # never above a tile's K step (32, the smallest interval, under a 64-column step: FP8 tiles
+    # step at least 32 columns); 16-bit weights take 32 at every M (ignored, one kernel)
     assert policy.grouped_promote_k(4096, policy.Tile(128, 64), policy.Tile(128, 128)) == 64
-    assert policy.grouped_promote_k(4096, policy.Tile(128, 16), policy.Tile(128, 128)) == 32
-    # a table entry written before the field existed takes the rule; one that has it keeps it
+    assert policy.grouped_promote_k(4096, policy.Tile(128, 32), policy.Tile(128, 128)) == 32
+    assert policy.grouped_config(4096, 8, 128, 2048, 768, "bf16").fp8_promote_k == 32
+    # a table entry written before the field existed takes the rule at the M asked for; one
+    # that has it keeps it, capped by the rule
     cfg = policy.grouped_config(600, 8, 128, 2048, 768, "fp8_tensor")
     old = {k: v for k, v in dataclasses.asdict(cfg).items() if k != "fp8_promote_k"}
     entry = dict(num_experts=128, top_k=8, hidden=2048, inter=768, format="fp8_tensor", tokens=600, config=old)
-    pinned = dict(entry, tokens=300, config=dict(old, fp8_promote_k=32))
+    pinned = dict(entry, tokens=160, config=dict(old, fp8_promote_k=32))
     _write_table(tmp_path, monkeypatch, [entry, pinned], path="grouped")
     find = lambda m: policy.tuned_config("grouped", "NVIDIA H200", m, 8, 128, 2048, 768, "fp8_tensor")  # noqa: E731
-    assert find(700).fp8_promote_k == 128 and find(300).fp8_promote_k == 32
+    assert find(700).fp8_promote_k == 128 and find(400).fp8_promote_k == 64 and find(160).fp8_promote_k == 32
+    tuned_128 = dict(entry, config=dict(old, fp8_promote_k=128))
+    _write_table(tmp_path, monkeypatch, [tuned_128], path="grouped")
+    assert find(400).fp8_promote_k == 64 and find(1000).fp8_promote_k == 128
     # a tuner move to a 64-column K step brings the interval down with it
     moved = tune.apply(cfg, "down", policy.Tile(128, 64, 8, 3))
     assert moved.fp8_promote_k == 64 and policy.legal("grouped", moved, "fp8_tensor")
@@ -198,3 +213,11 @@ def test_legal_rejects_what_the_kernels_cannot_run():
         assert not policy.legal("route_direct", policy.RouteDirectConfig(bad, down), "bf16")
     fp8_k16 = policy.GroupedConfig(16, policy.Tile(128, 16), policy.Tile(64, 16))
     assert not policy.legal("grouped", fp8_k16, "fp8_tensor") and policy.legal("grouped", fp8_k16, "bf16")
+
+
+def test_precompile_covers_each_promotion_interval():
+    cases = [("q", f, m) for f in ("fp8_tensor", "bf16") for m in (16, 64, 512, 2048)]
+    assert sorted(tune.compile_cases(cases, "grouped")) == sorted(
+        [("q", "fp8_tensor", "grouped", 16), ("q", "fp8_tensor", "grouped", 512), ("q", "bf16", "grouped", 16)])
+    assert sorted(tune.compile_cases(cases, "route_direct")) == sorted(
+        [("q", "fp8_tensor", "route_direct", 16), ("q", "bf16", "route_direct", 16)])

@@ -299,7 +299,7 @@ def _runner(impl: str, fmt: str, tokens: int, shape: MoEShape, weights, device: 
     ignore ``out`` and ``check_ids``."""
     if impl in PEERS:
         peer = get_peer(impl)
-        return (lambda x, w, tw, ids, out=None, check_ids=False: peer(x, w, tw, ids, 0)), False, \
+        return (lambda x, w, tw, ids, out=None, check_ids=False: peer(x, w, tw, ids, 0, shape.num_experts)), False, \
             impl != "torch_naive", None
     from .. import api
 

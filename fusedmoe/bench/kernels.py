@@ -65,7 +65,7 @@ def run(shape_names: list[str], formats: list[str], tokens: list[int], path: str
                 out = torch.empty_like(x)
                 if path in PEERS:
                     peer = get_peer(path)
-                    calls = [lambda w=w, r=r: peer(x, w, r[0], r[1]) for w, r in zip(copies, routings)]
+                    calls = [lambda w=w, r=r: peer(x, w, r[0], r[1], 0, shape.num_experts) for w, r in zip(copies, routings)]
                 else:
                     calls = [lambda w=w, r=r: fused_moe(x, w, r[0], r[1], path=path, out=out, check_ids=False,
                                                         num_experts=shape.num_experts)

@@ -37,8 +37,9 @@ def unsupported_reason(peer: str, fmt: str, device: torch.device) -> str | None:
 
 
 def torch_naive(x: torch.Tensor, weights, topk_weights: torch.Tensor, topk_ids: torch.Tensor,
-                expert_offset: int = 0) -> torch.Tensor:
-    """The transformers-style loop over experts; x [M, H] -> [M, H] in x's dtype."""
+                expert_offset: int = 0, num_experts: int | None = None) -> torch.Tensor:
+    """The transformers-style loop over experts; x [M, H] -> [M, H] in x's dtype
+    (``num_experts`` unused: the loop visits held experts only)."""
     e_local, inter = weights.num_experts, weights.intermediate_size
     local = held_routes(topk_ids, expert_offset, e_local)
     mask = F.one_hot(local + 1, e_local + 1)[..., 1:].permute(2, 1, 0)  # [E, k, M]; unheld routes dropped
@@ -63,22 +64,35 @@ def _quantize_rows(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def torch_grouped_mm(x: torch.Tensor, weights, topk_weights: torch.Tensor, topk_ids: torch.Tensor,
-                     expert_offset: int = 0) -> torch.Tensor:
-    """Sort routes by expert, two grouped GEMMs, weighted scatter-add; x [M, H] -> [M, H]."""
+                     expert_offset: int = 0, num_experts: int | None = None) -> torch.Tensor:
+    """Sort routes by expert, two grouped GEMMs, the weighted rows summed per token;
+    x [M, H] -> [M, H].  ``num_experts``: the range of the ids; when the weights hold all of
+    them (no expert-parallel window) the combine needs no mask."""
     m, k = topk_ids.shape
+    if m == 0:
+        return torch.zeros_like(x)
     e_local, inter = weights.num_experts, weights.intermediate_size
     key = held_routes(topk_ids, expert_offset, e_local).flatten()
-    key = torch.where(key >= 0, key, e_local)  # routes not held sort after every group
+    held = key >= 0
+    key = torch.where(held, key, e_local)  # routes not held sort after every group
     order = torch.argsort(key, stable=True)
     counts = torch.zeros(e_local + 1, dtype=torch.int32, device=x.device)
     counts.scatter_add_(0, key, torch.ones_like(key, dtype=torch.int32))
     offs = torch.cumsum(counts[:e_local], 0, dtype=torch.int32)
-    # Routes not held run in the last group, with routing weight 0: their rows come out as
-    # exact zeros, so the combine needs no mask: at DeepSeek-V3 M=8192 each pass over the
-    # [M*k, H] rows moves ~1.9 GB (~0.45 ms at 4.25 TB/s; an estimate, not yet measured).
-    offs[-1] = key.numel()
-    tok = order // k
-    route_weight = torch.where(key < e_local, topk_weights.flatten(), 0.0)[order].to(x.dtype)[:, None]
+    windowed = expert_offset != 0 or num_experts is None or num_experts > e_local
+    if windowed:
+        # Most routes may be unheld (--ep N): they skip the GEMMs, and the combine masks them.
+        tok = order // k
+    else:
+        # Only dropped (-1) routes are unheld: they read a zero row appended to x and run in
+        # the last group with routing weight 0, so they come out as exact zeros whatever x
+        # holds, and the combine needs no mask.  At DeepSeek-V3 M=8192 a pass over the
+        # [M*k, H] rows moves ~1.9 GB (~0.45 ms at 4.25 TB/s; an estimate, not yet measured);
+        # the appended row copies x once, 1/k of that.
+        offs[-1] = key.numel()
+        tok = torch.where(held, torch.arange(m * k, device=x.device) // k, m)[order]
+        x = torch.cat([x, x.new_zeros(1, x.shape[1])])
+    route_weight = torch.where(held, topk_weights.flatten(), 0.0)[order].to(x.dtype)[:, None]
     if weights.format == "fp8_tensor":
         n13, h = weights.w13.shape[1], weights.w13.shape[2]
         s13 = weights.w13_scale[:, None].expand(e_local, n13).contiguous()
@@ -103,15 +117,19 @@ def torch_grouped_mm(x: torch.Tensor, weights, topk_weights: torch.Tensor, topk_
     # PEERS-H200.md; a scatter ``by_route[order] = y`` took 610 us at Qwen3 M=8192 where a
     # gather of the same rows takes ~120; with the routing weight applied and unheld routes
     # masked over [M*k, H] after the gather, the peer stayed 1.3-1.5x slower than PEERS at
-    # M >= 2048 with E >= 192.  Folding the weight into the [M*k, I] activations is not yet
-    # measured.
+    # M >= 2048 with E >= 192 (fifth session).  The weight folded into the [M*k, I]
+    # activations, and no mask without a window, are not yet measured.
     position = torch.empty_like(order)
     position[order] = torch.arange(order.numel(), device=order.device)
-    return y.index_select(0, position).view(m, k, -1).sum(dim=1)
+    rows = y.index_select(0, position)
+    if windowed:  # rows of unheld routes were never written
+        rows = torch.where(held[:, None], rows, 0.0)
+    return rows.view(m, k, -1).sum(dim=1)
 
 
 def get_peer(name: str) -> Callable[..., torch.Tensor]:
-    """The peer function ``f(x, weights, topk_weights, topk_ids, expert_offset)`` named ``name``."""
+    """The peer function ``f(x, weights, topk_weights, topk_ids, expert_offset, num_experts)``
+    named ``name``."""
     if name == "torch_naive":
         return torch_naive
     if name == "torch_grouped_mm":
