@@ -292,3 +292,22 @@ def test_kernel_benches_need_a_gpu(module, capsys):
     assert importlib.import_module(f"fusedmoe.bench.{module}").main([]) == 2
     assert "needs a CUDA GPU" in capsys.readouterr().out
 
+
+
+def test_compare_against_peer_figures_with_a_line_per_format():
+    from fusedmoe.bench import compare
+
+    peers_md = ("## Time per call (us)\n\n| shape / format / peer | M=1 | M=8 |\n|---|---|---|\n"
+                "| s / bf16 / vllm_triton | 20.0 | 80.0 |\n| s / fp8_tensor / vllm_triton | 30.0 | |\n"
+                "| s / bf16 / torch_grouped_mm | 90.0 | 99.0 |\n\n## Percent of the bandwidth floor\n")
+    times = compare.parse_peer_times(peers_md)
+    assert times == {("s", "bf16", 1): 20.0, ("s", "bf16", 8): 80.0, ("s", "fp8_tensor", 1): 30.0}
+    results = [dict(shape="s", format=f, tokens=m, impl="auto", status="ok", us=us, pct_floor=pct)
+               for f, m, us, pct in (("bf16", 1, 10.0, 50.0), ("bf16", 8, 100.0, 90.0), ("fp8_tensor", 1, 15.0, 40.0))]
+    rows, summary = compare.compare(results + [dict(results[0], impl="grouped")], times, {})
+    assert len(rows) == 3 and summary["cases"] == 3 and summary["slower_than_peer"] == 1
+    assert summary["median_pct_floor"] == 50.0 and summary["min_pct_floor"] == 40.0
+    assert abs(summary["geomean_speedup"] - (2.0 * 0.8 * 2.0) ** (1 / 3)) < 1e-12
+    text = compare.to_markdown(rows, summary, "vllm_triton")
+    assert "- bf16: 2 cases: median 70% of floor, min 50%" in text
+    assert "- fp8_tensor: 1 cases" in text

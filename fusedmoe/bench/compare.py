@@ -53,27 +53,39 @@ def compare(results: list[dict], peer_times: dict, proto_times: dict, impl: str 
         peer = peer_times.get(key)
         rows.append(dict(shape=key[0], format=key[1], M=key[2], us=r["us"], pct_floor=r["pct_floor"], peer_us=peer,
                          speedup=(peer / r["us"]) if peer else None, prototype_us=proto_times.get(key)))
+    return rows, summarize(rows)
+
+
+def summarize(rows: list[dict]) -> dict:
+    """Median / min % of floor, geometric-mean speedup over the peer, and the cases slower than
+    the peer and than the prototype, over ``rows``."""
     speedups = [x["speedup"] for x in rows if x["speedup"]]
     pcts = [x["pct_floor"] for x in rows]
-    summary = dict(cases=len(rows),
-                   median_pct_floor=statistics.median(pcts) if pcts else None,
-                   min_pct_floor=min(pcts) if pcts else None,
-                   geomean_speedup=math.exp(statistics.fmean(map(math.log, speedups))) if speedups else None,
-                   slower_than_peer=sum(s < 1 for s in speedups),
-                   slower_than_prototype=sum(1 for x in rows if x["prototype_us"] and x["us"] > x["prototype_us"]))
-    return rows, summary
+    return dict(cases=len(rows),
+                median_pct_floor=statistics.median(pcts) if pcts else None,
+                min_pct_floor=min(pcts) if pcts else None,
+                geomean_speedup=math.exp(statistics.fmean(map(math.log, speedups))) if speedups else None,
+                slower_than_peer=sum(s < 1 for s in speedups),
+                slower_than_prototype=sum(1 for x in rows if x["prototype_us"] and x["us"] > x["prototype_us"]))
 
 
 def to_markdown(rows: list[dict], summary: dict, peer: str) -> str:
+    """The comparison table, the summary line, and one summary line per format."""
     f = lambda v, p=1: "" if v is None else f"{v:.{p}f}"  # noqa: E731
     lines = [f"| shape | format | M | ours us | % floor | {peer} us | speedup | prototype us |",
              "|---|---|---|---|---|---|---|---|"]
     lines += [f"| {r['shape']} | {r['format']} | {r['M']} | {f(r['us'])} | {f(r['pct_floor'], 0)} | {f(r['peer_us'])} | "
               f"{f(r['speedup'], 2)} | {f(r['prototype_us'])} |" for r in rows]
-    s = summary
-    lines += ["", f"{s['cases']} cases: median {f(s['median_pct_floor'], 0)}% of floor, min {f(s['min_pct_floor'], 0)}%, "
-                  f"geomean speedup over {peer} {f(s['geomean_speedup'], 2)}x, {s['slower_than_peer']} slower than it, "
-                  f"{s['slower_than_prototype']} slower than the prototype."]
+
+    def line(label: str, s: dict) -> str:
+        return (f"{label}{s['cases']} cases: median {f(s['median_pct_floor'], 0)}% of floor, "
+                f"min {f(s['min_pct_floor'], 0)}%, geomean speedup over {peer} {f(s['geomean_speedup'], 2)}x, "
+                f"{s['slower_than_peer']} slower than it, {s['slower_than_prototype']} slower than the prototype.")
+
+    lines += ["", line("", summary)]
+    formats = list(dict.fromkeys(r["format"] for r in rows))
+    if len(formats) > 1:
+        lines += [""] + [line(f"- {fmt}: ", summarize([r for r in rows if r["format"] == fmt])) for fmt in formats]
     return "\n".join(lines) + "\n"
 
 
