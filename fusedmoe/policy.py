@@ -78,13 +78,14 @@ def grouped_block_m(num_routes: int, num_experts: int) -> int:
 
 
 # FP8 promotion interval of the grouped path, measured on the H200 (2026-11-30, fifth session;
-# benchmarks/results/H200/2026-11-30-s5: promote.md and accuracy.md, 5 PEERS shapes x
+# benchmarks/results/H200/2026-11-30-s5: promote.log and accuracy.md, 5 PEERS shapes x
 # fp8_tensor/fp8_block).  rel-L2 against the float64 reference, largest over the cases:
 #   every 32 columns: <= 0.41% at every M;  every 64: <= 0.45% at every M (1..4096);
 #   every 128: <= 0.42% at M >= 512, but 0.49% at M=64 and 0.60-0.71% at M 1 and 8, where a
 #   case averages over few rows (its expected error is the same at every M: ~0.4%).
-# Time, 128 against 32: 5-9% faster at M=512, up to 21% at 2048 and 18-25% at 8192 (Qwen3
-# fp8_tensor 8192: 1780 -> 1367 us; DeepSeek-V3 TP8 2840 -> 2118); 64 gains 2-12%.
+# Time, 128 against 32 (Qwen3, DeepSeek-V3 TP8, Mixtral TP2): 1-17% faster at M=512, 5-21% at
+# 2048, 17-25% at 8192 (Qwen3 fp8_tensor 8192: 1780 -> 1367 us; DeepSeek-V3 TP8 2840 -> 2118);
+# 64 against 32: 0-12%.
 # So: every 128 columns from M = 512, where the cases stay <= 0.42%; every 64 below.
 GROUPED_PROMOTE_128_MIN_TOKENS = 512
 
