@@ -152,9 +152,9 @@ def route_direct_config(m: int, top_k: int, num_experts: int, hidden: int, inter
       than it saves): K step 512, rows per program shrunk until there are >= 4 programs per SM.
     - down: the [next_pow2(k), dn, bk] tile near 8K elements, 4 warps, dn shrunk to keep
       >= 4 programs per SM, never under 128 columns.
-    - pdl for FP8 weights: on the same tiles it was 3-16% faster in all 20 FP8 cases the
+    - pdl for FP8 weights: on the same tiles it was 3-16% faster in all 16 FP8 cases the
       fifth session's tuner tried both ways (Qwen3, DeepSeek-V3 TP8, M 1..8; 2026-11-30-s5/
-      tune_candidates.jsonl); with bf16 it won 4 of 10 (-5..+10%), so the tables decide."""
+      tune_candidates.jsonl); with bf16 it won 2 of 6 (-5..+10%), so the tables decide."""
     routes = max(1, m * top_k)
     target = 4 * num_sms
     if fmt not in FP8_FORMATS:
