@@ -15,7 +15,8 @@
 #   planpar   the one-program plan forced and the three-launch plan forced, 512..65536 routes
 #   decode    fusedmoe bench, M 1..16, auto and both paths forced
 #   grouped   fusedmoe bench, M 32..8192 (GROUPED_TOKENS, GROUPED_FORMATS), auto, grouped and torch_grouped_mm
-#   presets   fusedmoe bench of the presets beyond PEERS (auto only, M 1..8192; issue 3's full table)
+#   presets   fusedmoe bench of the presets beyond PEERS (auto only, M 1..8192; issue 3's full table;
+#             PRESET_SHAPES to run some of them)
 #   tune      fusedmoe tune (TUNE_PATHS route_direct, TUNE_FORMATS bf16,fp8_tensor, TUNE_TOKENS 1,2,4,8,
 #             TUNE_SHAPES peers, TUNE_MIN 4 minutes) into OUT_DIR/configs, re-tuning the cases it
 #             reaches; then installed in this tree so that later steps use them
@@ -61,7 +62,8 @@ for step in $steps; do
               cp "$out"/configs/NVIDIA_H200/*.json fusedmoe/configs/NVIDIA_H200/ ;;
     decode)   run decode "${bench[@]}" --formats bf16,fp8_tensor,fp8_block --tokens 1,2,4,8,16 \
                 --paths auto,route_direct,grouped --out "$out/decode" ;;
-    presets)  run presets python -m fusedmoe bench --shape qwen3_235b_a22b,qwen3_235b_a22b_tp4,qwen3_235b_a22b_tp8,deepseek_v3,mixtral_8x7b,gpt_oss_120b \
+    presets)  run presets python -m fusedmoe bench \
+                --shape "${PRESET_SHAPES:-qwen3_235b_a22b,qwen3_235b_a22b_tp4,qwen3_235b_a22b_tp8,deepseek_v3,mixtral_8x7b,gpt_oss_120b}" \
                 --no-check --replays 10 --formats bf16,fp8_tensor,fp8_block --tokens 1,2,4,8,16,32,64,128,512,2048,8192 \
                 --paths auto --out "$out/presets" ;;
     grouped)  run grouped "${bench[@]}" --no-check --formats "${GROUPED_FORMATS:-bf16,fp8_tensor,fp8_block}" \
