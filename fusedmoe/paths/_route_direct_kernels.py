@@ -68,11 +68,16 @@ def _row_dot(w, v, scale_ptrs, scale_ok, W_SCALE: tl.constexpr, ROWS: tl.constex
 
 
 @triton.jit
-def _gate_up_program(R, I, H, SPLIT_K: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+def _gate_up_program(R, I, H, SPLIT_K: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                     PDL: tl.constexpr):
     """This gate/up program's route r, tile nt of I, split s, its 2*BLOCK_N weight rows
     (gate rows then up rows: w_rows, valid n_ok, scale-block rows s_rows) and K range
     [k_lo, k_hi).  Routes change fastest in the grid, so routes that share an expert read
-    the same tile at the same time (L2)."""
+    the same tile at the same time (L2).  With PDL it first waits for the previous grid, then
+    lets the down grid launch, before the program reads anything."""
+    if PDL:
+        _pdl_wait()
+        _pdl_launch_dependents()
     pid = tl.program_id(0)
     r = pid % R
     rest = pid // R
@@ -97,10 +102,7 @@ def route_gate_up_kernel(
     """SPLIT_K == 1: act[r, n] = act(G_e x_t + b_g)[n] * (U_e x_t + b_u)[n]; else act[s, r, :] =
     partial [G_e x_t, U_e x_t] over the s-th K range (the bias in split 0).  e = ids[r] -
     expert_offset, t = r // TOPK; bias b [E, 2I] if HAS_BIAS."""
-    if PDL:
-        _pdl_wait()
-        _pdl_launch_dependents()
-    r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi = _gate_up_program(R, I, H, SPLIT_K, BLOCK_N, BLOCK_K)
+    r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi = _gate_up_program(R, I, H, SPLIT_K, BLOCK_N, BLOCK_K, PDL)
     gid = tl.load(ids_ptr + r)
     if not is_held(gid, expert_offset, num_local):
         return
@@ -185,10 +187,7 @@ def route_gate_up_mma_kernel(
     per row (``_fp16_rows``), applied back to that step's fp32 partial.  Products are summed
     in fp32.  Block scales need BLOCK_K 128."""
     MATES: tl.constexpr = 16
-    if PDL:
-        _pdl_wait()
-        _pdl_launch_dependents()
-    r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi = _gate_up_program(R, I, H, SPLIT_K, BLOCK_N, BLOCK_K)
+    r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi = _gate_up_program(R, I, H, SPLIT_K, BLOCK_N, BLOCK_K, PDL)
     gid = tl.load(ids_ptr + r)
     if not is_held(gid, expert_offset, num_local):
         return
@@ -275,6 +274,12 @@ def _combine_token(y, r, held, e, t, n, n_ok, ws_ptr, b_ptr, tw_ptr, shared_ptr,
 
 
 @triton.jit
+def _down_weights(w_rows, row_ok, kk, I):
+    """route_down_kernel's weight tile [KP, BLOCK_N, BLOCK_K] at columns kk, as stored (masked to I)."""
+    return tl.load(w_rows + kk[None, None, :], mask=row_ok[:, :, None] & (kk < I)[None, None, :], other=0.0)
+
+
+@triton.jit
 def _down_step(act_ptr, w, r, held, row_ok, k0, offs_k, offs_g, s_base, ws_ptr, I, R, KP: tl.constexpr,
                W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, BLOCK_N: tl.constexpr,
                BLOCK_K: tl.constexpr):
@@ -314,8 +319,7 @@ def route_down_kernel(
     offs_g = tl.arange(0, BLOCK_K // 128) if W_SCALE == 2 else tl.arange(0, 1)
     s_base = ws_ptr + e[:, None] * stride_wse + (n // 128)[None, :] * stride_wsn
     if PDL:  # the first K step's weights are in flight while gate/up finishes
-        w_first = tl.load(w_ptr + w_rows + offs_k[None, None, :],
-                          mask=row_ok[:, :, None] & (offs_k < I)[None, None, :], other=0.0)
+        w_first = _down_weights(w_ptr + w_rows, row_ok, offs_k, I)
         _pdl_wait()
         acc = tl.zeros([KP, BLOCK_N], dtype=tl.float32) + _down_step(  # 0 + s0, as the plain loop (-0.0)
             act_ptr, w_first, r, held, row_ok, 0, offs_k, offs_g, s_base, ws_ptr, I, R,
@@ -325,8 +329,7 @@ def route_down_kernel(
         acc = tl.zeros([KP, BLOCK_N], dtype=tl.float32)
         k_first: tl.constexpr = 0
     for k0 in range(k_first, I, BLOCK_K):
-        kk = k0 + offs_k
-        w = tl.load(w_ptr + w_rows + kk[None, None, :], mask=row_ok[:, :, None] & (kk < I)[None, None, :], other=0.0)
+        w = _down_weights(w_ptr + w_rows, row_ok, k0 + offs_k, I)
         acc += _down_step(act_ptr, w, r, held, row_ok, k0, offs_k, offs_g, s_base, ws_ptr, I, R,
                           KP, W_SCALE, SPLIT_K, ACTIVATION, BLOCK_N, BLOCK_K)
     _combine_token(acc, r, held, e, t, n, n_ok, ws_ptr, b_ptr, tw_ptr, shared_ptr, out_ptr, H, stride_s, stride_o,
