@@ -32,7 +32,7 @@ def test_good_input_runs(layer):
     (lambda w, x, tw, ids: (w, x, tw, ids[:2]), ValueError, "topk_ids: expected shape"),
     (lambda w, x, tw, ids: (w, x, tw[:, :1], ids), ValueError, "topk_weights: expected shape"),
     (lambda w, x, tw, ids: (w, x, tw, ids + 10), ValueError, r"topk_ids: expected ids in \[-1, 4\)"),
-    (lambda w, x, tw, ids: (w, x, tw, ids - 3), ValueError, "topk_ids: expected ids"),
+    (lambda w, x, tw, ids: (w, x, tw, ids - 5), ValueError, "topk_ids: expected ids"),  # all <= -2
     (lambda w, x, tw, ids: ("weights", x, tw, ids), TypeError, "weights: expected an ExpertWeights"),
     (lambda w, x, tw, ids: (w, x, tw, ids.to(torch.int16)), TypeError, "topk_ids: expected dtype"),
 ])
