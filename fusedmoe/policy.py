@@ -28,8 +28,9 @@ class Tile:
     swap_ab: weights on the MMA's M side, routes on N (grouped path: for BLOCK_M < 64;
     route-direct gate/up: the tensor-core form, which also streams a shared expert once;
     route-direct down, FP8 weights: the token's k expert tiles stacked into one MMA).
-    The route-direct GEMV forms (swap_ab False) ignore num_stages: their plain loads have no
-    software pipeline, and they compile with num_stages 1."""
+    The route-direct GEMV forms (swap_ab False) have no software pipeline from Triton (plain
+    loads, compiled with num_stages 1): there num_stages >= 2 means their own prefetch, each
+    K step's loads issued before the previous step is reduced, and 1 means none."""
 
     block_n: int
     block_k: int
@@ -60,11 +61,14 @@ class RouteDirectConfig:
     """Route-direct path: gate_up.block_n rows of I per program (x2: gate and up), split_k
     splits of H; down.block_n rows of H per program, looping over the token's routes.
     pdl: launch both kernels with programmatic dependent launch where the GPU has it (sm_90+),
-    so that the down grid starts and loads its first weights while gate/up finishes."""
+    so that the down grid starts and loads its first weights while gate/up finishes.
+    down_tiles: tiles of H each GEMV down program computes in turn (its token's routes read
+    once, the stream of weight tiles unbroken when it prefetches); 1 for the tensor-core down."""
 
     gate_up: Tile
     down: Tile
     pdl: bool = False
+    down_tiles: int = 1
 
 
 def grouped_block_m(num_routes: int, num_experts: int) -> int:
@@ -221,7 +225,7 @@ def _from_dict(path: str, d: dict) -> GroupedConfig | RouteDirectConfig:
     if path == "grouped":
         return GroupedConfig(d["block_m"], Tile(**d["gate_up"]), Tile(**d["down"]), d.get("group_m", 1),
                              d.get("fp8_promote_k", 32))
-    return RouteDirectConfig(Tile(**d["gate_up"]), Tile(**d["down"]), d.get("pdl", False))
+    return RouteDirectConfig(Tile(**d["gate_up"]), Tile(**d["down"]), d.get("pdl", False), d.get("down_tiles", 1))
 
 
 def legal(path: str, cfg: GroupedConfig | RouteDirectConfig, fmt: str) -> bool:
@@ -243,8 +247,9 @@ def legal(path: str, cfg: GroupedConfig | RouteDirectConfig, fmt: str) -> bool:
     # the tensor-core down runs FP8 weights only, its stacked tile needs >= 16 rows
     dn_ok = not dn.swap_ab or (fmt in FP8_FORMATS and dn.block_n >= 16 and dn.block_k >= 16
                                and (fmt != "fp8_block" or dn.block_k == 128))
+    tiles_ok = cfg.down_tiles >= 1 and (cfg.down_tiles == 1 or not dn.swap_ab)
     return (pow2 and (fmt != "fp8_block" or all(t.block_k % 128 == 0 for t in tiles)) and dn.split_k == 1
-            and gu_ok and dn_ok)
+            and gu_ok and dn_ok and tiles_ok)
 
 
 # A table entry serves token counts within this factor of the M it was tuned at; beyond, the

@@ -37,13 +37,17 @@ MAX_REL_L2 = 0.01
 
 def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
     """(field, value) moves of the coordinate descent: 'gate_up'/'down' tiles, 'block_m',
-    'group_m', route-direct 'pdl'."""
+    'group_m', route-direct 'pdl', 'gemv_stages' (the GEMV tiles' prefetch, ``apply``) and
+    'down_tiles'."""
     fp8 = fmt in FP8_FORMATS
     if path == "route_direct":
-        # PDL first: the tiles are then tuned with the launch mode they will run under, and the
-        # candidate log's first two entries of a case are the start config without and with it
+        # PDL and the GEMV prefetch first: the tiles are then tuned with the launch mode and the
+        # load schedule they will run under (the candidate log's first entries of a case are
+        # the start config with each of them flipped)
         for pdl in (False, True):
             yield "pdl", pdl
+        for stages in (1, 2):
+            yield "gemv_stages", stages
         for bn, bk, split in itertools.product((4, 8, 16), (512, 1024, 2048), (1, 2, 4)):  # GEMV form
             yield "gate_up", policy.Tile(bn, bk, 8, 1, split)
         # Narrow rows, the whole of a 4096-wide H in one load (one DRAM round trip at M=1;
@@ -54,11 +58,13 @@ def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
         for bn, bk, split in itertools.product((16, 32, 64), (128, 256), (1, 2, 4)):  # tensor-core form
             if bn * bk <= 8192:  # FP8 at 64 x 256 spills (scripts/compile_check.py)
                 yield "gate_up", policy.Tile(bn, bk, 4, 3, split, swap_ab=True)
-        for dn, bk, warps in itertools.product((4, 8, 16), (128, 256, 512), (4, 8)):
+        for dn, bk, warps in itertools.product((4, 8, 16), (64, 128, 256, 512), (4, 8)):
             yield "down", policy.Tile(dn, bk, warps, 1)
         if fp8:  # tensor-core down
             for dn, bk in itertools.product((16, 32), (64, 128)):
                 yield "down", policy.Tile(dn, bk, 4, 3, swap_ab=True)
+        for tiles in (1, 2, 4, 8):
+            yield "down_tiles", tiles
         return
     # Grouped tiles swap A and B exactly when BLOCK_M < 64 (``apply`` sets it): below 64 rows
     # the unswapped tile has no wgmma, above it the swap gains nothing (scripts/compile_check.py).
@@ -76,7 +82,18 @@ def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
 
 def apply(cfg, field: str, value):
     """``cfg`` with one field replaced (grouped tiles swap A and B exactly below 64 rows, and
-    promote FP8 sums at most every BLOCK_K columns)."""
+    promote FP8 sums at most every BLOCK_K columns).  Route-direct: 'gemv_stages' sets the
+    num_stages of both GEMV tiles (their prefetch); a GEMV tile moved in keeps the num_stages
+    of the GEMV tile it replaces, and a tensor-core down takes down_tiles 1."""
+    if isinstance(cfg, policy.RouteDirectConfig):
+        if field == "gemv_stages":
+            return dataclasses.replace(cfg, **{f: dataclasses.replace(getattr(cfg, f), num_stages=value)
+                                              for f in ("gate_up", "down") if not getattr(cfg, f).swap_ab})
+        old = getattr(cfg, field) if field in ("gate_up", "down") else None
+        if old is not None and not old.swap_ab and not value.swap_ab:
+            value = dataclasses.replace(value, num_stages=old.num_stages)
+        cfg = dataclasses.replace(cfg, **{field: value})
+        return dataclasses.replace(cfg, down_tiles=1) if cfg.down.swap_ab else cfg
     cfg = dataclasses.replace(cfg, **{field: value})
     if isinstance(cfg, policy.GroupedConfig):
         cfg = dataclasses.replace(cfg, **{f: dataclasses.replace(getattr(cfg, f), swap_ab=cfg.block_m < 64)
@@ -171,10 +188,26 @@ def compile_cases(cases, path: str) -> list[tuple]:
     return [(s, f, path, m) for (s, f, _), m in first_m.items()]
 
 
+def _configs_to_compile(base, path: str, fmt: str, fields: set[str] | None) -> list:
+    """Configs a tuning run from ``base`` will time: each move applied to base; for a
+    restricted run (``fields``) every combination of its moves, which descent reaches."""
+    moves = [mv for mv in candidates(path, fmt) if fields is None or mv[0] in fields]
+    if fields is None:
+        return [apply(base, f, v) for f, v in moves]
+    per_field = [[mv for mv in moves if mv[0] == f] for f in dict.fromkeys(f for f, _ in moves)]
+    out = []
+    for combo in itertools.product(*per_field):
+        cfg = base
+        for f, v in combo:
+            cfg = apply(cfg, f, v)
+        out.append(cfg)
+    return list(dict.fromkeys(out))
+
+
 def _precompile(job) -> None:
     """Compile every ``stride``-th candidate of a case, from ``first``, by running each once
     (in a worker process)."""
-    shape, fmt, path, m, first, stride = job
+    shape, fmt, path, m, first, stride, fields = job
     from .api import fused_moe
     from .weights import ExpertWeights
 
@@ -190,9 +223,9 @@ def _precompile(job) -> None:
     x = torch.randn(m, h, device=dev).bfloat16()
     ids = torch.randint(0, e, (m, k), device=dev, dtype=torch.int32)
     tw = torch.rand(m, k, device=dev)
-    base = policy.select_config(path, m, k, e, h, i, fmt, device_name(dev), num_sms(dev))
-    for field, value in list(candidates(path, fmt))[first::stride]:
-        cfg = apply(base, field, value)
+    # the tiles the tuning run starts from are those of the real shape (its table entry)
+    base = policy.select_config(path, m, k, shape.num_local_experts, h, i, fmt, device_name(dev), num_sms(dev))
+    for cfg in _configs_to_compile(base, path, fmt, fields)[first::stride]:
         if policy.legal(path, cfg, fmt):
             try:
                 fused_moe(x, w, tw, ids, path=path, config=cfg, check_ids=False)
@@ -221,9 +254,11 @@ def _entry_key(e: dict) -> tuple:
 
 
 def run(shapes, formats, tokens, paths, budget_s: float, out_dir: Path, force: bool = False,
-        log: Path | None = None) -> int:
+        log: Path | None = None, fields: set[str] | None = None) -> int:
     """Tune every case within ``budget_s`` seconds; returns the number of entries written.
-    ``log``: every timed candidate appended as a JSON line (case, config, us or error)."""
+    ``log``: every timed candidate appended as a JSON line (case, config, us or error).
+    ``fields``: only the moves of these fields (an A/B of a few options from the table's
+    entry or the heuristic); None: all of them."""
     from .bench.report import Progress
 
     dev = torch.device("cuda")
@@ -238,11 +273,12 @@ def run(shapes, formats, tokens, paths, budget_s: float, out_dir: Path, force: b
         done = {_entry_key(e) for e in doc["entries"]}
         cases = [(s, f, m) for s in shapes for f in formats for m in tokens
                  if force or (s.num_local_experts, s.top_k, s.hidden_size, s.intermediate_size, f, m) not in done]
-        cases_to_compile = compile_cases(cases, path)
+        # a restricted A/B starts from each case's own entry: every case compiles its own kernels
+        cases_to_compile = compile_cases(cases, path) if fields is None else [(s, f, path, m) for s, f, m in cases]
         if cases_to_compile:
             workers = _precompile_workers(cases_to_compile, dev)
             stride = max(1, workers // len(cases_to_compile))  # split a case's candidates when cases are few
-            jobs = [(*c, first, stride) for c in cases_to_compile for first in range(stride)]
+            jobs = [(*c, first, stride, fields) for c in cases_to_compile for first in range(stride)]
             with mp.get_context("spawn").Pool(min(workers, len(jobs))) as pool:
                 pool.map(_precompile, jobs)
         progress = Progress(len(cases))
@@ -260,7 +296,8 @@ def run(shapes, formats, tokens, paths, budget_s: float, out_dir: Path, force: b
                     with open(log, "a") as f:
                         f.write(json.dumps(dict(case, config=_as_dict(cfg), us=us, error=err)) + "\n")
 
-            best, t_best, t_start = descend(start, list(candidates(path, fmt)), fmt, path, timer, deadline, record)
+            moves = [(f, v) for f, v in candidates(path, fmt) if fields is None or f in fields]
+            best, t_best, t_start = descend(start, moves, fmt, path, timer, deadline, record)
             key = (shape.num_local_experts, shape.top_k, shape.hidden_size, shape.intermediate_size, fmt, m)
             doc["entries"] = [e for e in doc["entries"] if _entry_key(e) != key] + [dict(
                 num_experts=key[0], top_k=key[1], hidden=key[2], inter=key[3], format=fmt, tokens=m,
@@ -293,12 +330,14 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--force", action="store_true", help="re-tune cases that already have an entry")
     ap.add_argument("--out-dir", type=Path, default=policy.CONFIG_DIR)
     ap.add_argument("--log", type=Path, help="append every timed candidate to this JSON-lines file")
+    ap.add_argument("--moves", help="comma-separated fields to move (e.g. gemv_stages,down_tiles); default all")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("fusedmoe tune: needs a CUDA GPU (it times kernels); nothing to do on this machine")
         return 2
     n = run(_shapes(args), _choices("--formats", args.formats, FORMATS),
             _ints("--tokens", args.tokens), _choices("--paths", args.paths, ("route_direct", "grouped")),
-            args.budget_min * 60, args.out_dir, args.force, args.log)
+            args.budget_min * 60, args.out_dir, args.force, args.log,
+            set(args.moves.split(",")) if args.moves else None)
     print(f"{n} table entries written under {args.out_dir}")
     return 0

@@ -94,14 +94,25 @@ def _gate_up_program(R, I, H, SPLIT_K: tl.constexpr, BLOCK_N: tl.constexpr, BLOC
 
 
 @triton.jit
+def _gate_up_operands(w_base, x_base, n_ok, k0, offs_k, k_hi):
+    """route_gate_up_kernel's operands at K step k0: weight tile [2*BLOCK_N, BLOCK_K] as stored
+    and x[token] [BLOCK_K], masked to [k0, k_hi) (nothing is read when k0 >= k_hi)."""
+    kk = k0 + offs_k
+    k_ok = kk < k_hi
+    w = tl.load(w_base + kk[None, :], mask=n_ok[:, None] & k_ok[None, :], other=0.0)
+    return w, tl.load(x_base + kk, mask=k_ok, other=0.0)
+
+
+@triton.jit
 def route_gate_up_kernel(
         x_ptr, w_ptr, ws_ptr, b_ptr, ids_ptr, act_ptr,
         H, I, R, expert_offset, num_local, TOPK, stride_x, stride_we, stride_wn, stride_wse, stride_wsn,
         W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr,
-        BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr = False):
+        BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr = False, PREFETCH: tl.constexpr = False):
     """SPLIT_K == 1: act[r, n] = act(G_e x_t + b_g)[n] * (U_e x_t + b_u)[n]; else act[s, r, :] =
     partial [G_e x_t, U_e x_t] over the s-th K range (the bias in split 0).  e = ids[r] -
-    expert_offset, t = r // TOPK; bias b [E, 2I] if HAS_BIAS."""
+    expert_offset, t = r // TOPK; bias b [E, 2I] if HAS_BIAS.  PREFETCH: each K step's loads
+    are issued before the previous step is reduced (two tiles in flight per program)."""
     r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi = _gate_up_program(R, I, H, SPLIT_K, BLOCK_N, BLOCK_K, PDL)
     gid = tl.load(ids_ptr + r)
     if not is_held(gid, expert_offset, num_local):
@@ -114,14 +125,18 @@ def route_gate_up_kernel(
     x_base = x_ptr + tok * stride_x
     acc = tl.zeros([2 * BLOCK_N], dtype=tl.float32)
     s_base = ws_ptr + e * stride_wse + s_rows[:, None] * stride_wsn
+    if PREFETCH:
+        w, v = _gate_up_operands(w_base, x_base, n_ok, k_lo, offs_k, k_hi)
     for k0 in range(k_lo, k_hi, BLOCK_K):
-        kk = k0 + offs_k
-        k_ok = kk < k_hi
-        v = tl.load(x_base + kk, mask=k_ok, other=0.0)
-        w = tl.load(w_base + kk[None, :], mask=n_ok[:, None] & k_ok[None, :], other=0.0)
+        if PREFETCH:
+            w_next, v_next = _gate_up_operands(w_base, x_base, n_ok, k0 + BLOCK_K, offs_k, k_hi)
+        else:
+            w, v = _gate_up_operands(w_base, x_base, n_ok, k0, offs_k, k_hi)
         g = k0 // 128 + offs_g
         acc += _row_dot(w.to(tl.float32), v.to(tl.float32)[None, :], s_base + g[None, :],
                         n_ok[:, None] & (g * 128 < k_hi)[None, :], W_SCALE, 2 * BLOCK_N, BLOCK_K)
+        if PREFETCH:
+            w, v = w_next, v_next
     if W_SCALE == 1:
         acc = acc * tl.load(ws_ptr + e)
     if HAS_BIAS:
@@ -274,9 +289,16 @@ def _combine_token(y, r, held, e, t, n, n_ok, ws_ptr, b_ptr, tw_ptr, shared_ptr,
 
 
 @triton.jit
-def _down_weights(w_rows, row_ok, kk, I):
-    """route_down_kernel's weight tile [KP, BLOCK_N, BLOCK_K] at columns kk, as stored (masked to I)."""
-    return tl.load(w_rows + kk[None, None, :], mask=row_ok[:, :, None] & (kk < I)[None, None, :], other=0.0)
+def _down_weights(w_ptr, e, held, t0, it, steps, total, offs_n, offs_k, H, I, stride_we, stride_wn,
+                  BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """route_down_kernel's weight tile [KP, BLOCK_N, BLOCK_K] (as stored) of its step ``it``:
+    H tile t0 + it // steps, K step it % steps, for the routes' experts e [KP] (masked to held
+    routes, H and I; nothing is read when it >= total)."""
+    n = (t0 + it // steps) * BLOCK_N + offs_n
+    kk = (it % steps) * BLOCK_K + offs_k
+    row_ok = held[:, None] & (n < H)[None, :] & (it < total)
+    rows = w_ptr + e[:, None, None] * stride_we + n[None, :, None].to(tl.int64) * stride_wn
+    return tl.load(rows + kk[None, None, :], mask=row_ok[:, :, None] & (kk < I)[None, None, :], other=0.0)
 
 
 @triton.jit
@@ -298,42 +320,85 @@ def _down_step(act_ptr, w, r, held, row_ok, k0, offs_k, offs_g, s_base, ws_ptr, 
 
 
 @triton.jit
+def _down_tile_step(act_ptr, w, acc, it, steps, t0, r, held, e, t, offs_n, offs_k, offs_g, ws_ptr, b_ptr, tw_ptr,
+                    shared_ptr, out_ptr, H, I, R, stride_wse, stride_wsn, stride_s, stride_o, KP: tl.constexpr,
+                    W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr,
+                    HAS_SHARED: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, TILES: tl.constexpr):
+    """Step ``it`` of route_down_kernel with its weight tile w (loaded): adds the token's
+    per-route products [KP, BLOCK_N] to acc; with TILES > 1, at a tile's last K step, combines
+    them into out and returns a zeroed acc for the next tile (TILES == 1: the caller combines
+    after its loop, which keeps the combine's registers out of the loop)."""
+    n = (t0 + it // steps) * BLOCK_N + offs_n
+    n_ok = n < H
+    k0 = (it % steps) * BLOCK_K
+    s_base = ws_ptr + e[:, None] * stride_wse + (n // 128)[None, :] * stride_wsn
+    acc += _down_step(act_ptr, w, r, held, held[:, None] & n_ok[None, :], k0, offs_k, offs_g, s_base, ws_ptr, I, R,
+                      KP, W_SCALE, SPLIT_K, ACTIVATION, BLOCK_N, BLOCK_K)
+    if TILES > 1 and k0 + BLOCK_K >= I:
+        _combine_token(acc, r, held, e, t, n, n_ok, ws_ptr, b_ptr, tw_ptr, shared_ptr, out_ptr, H, stride_s, stride_o,
+                       W_SCALE, HAS_BIAS, HAS_SHARED)
+        acc = tl.zeros([KP, BLOCK_N], dtype=tl.float32)
+    return acc
+
+
+@triton.jit
 def route_down_kernel(
         act_ptr, w_ptr, ws_ptr, b_ptr, ids_ptr, tw_ptr, shared_ptr, out_ptr,
         H, I, R, expert_offset, num_local, stride_we, stride_wn, stride_wse, stride_wsn, stride_s, stride_o,
         TOPK: tl.constexpr, W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, HAS_SHARED: tl.constexpr,
         ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-        PDL: tl.constexpr = False):
+        PDL: tl.constexpr = False, PREFETCH: tl.constexpr = False, TILES: tl.constexpr = 1):
     """out[t, n] = sum_j w[t,j] * (W2_e act_r + b_e)[n] (+ shared[t, n]), r = t*TOPK + j, over held
-    routes; bias b [E, H] if HAS_BIAS.  With PDL the first K step's weights are loaded before
-    the wait for gate/up."""
+    routes; bias b [E, H] if HAS_BIAS.  A program computes TILES consecutive tiles of BLOCK_N
+    rows of H for its token, one K step after another.  Its first weight tile is loaded before
+    the PDL wait for gate/up; PREFETCH loads each next tile (across tile boundaries too) before
+    the current one is reduced."""
     KP: tl.constexpr = triton.next_power_of_2(TOPK)
     pid = tl.program_id(0)
     t = pid % (R // TOPK)  # token-fastest, as in gate/up: shared experts' tiles meet in L2
-    n = (pid // (R // TOPK)) * BLOCK_N + tl.arange(0, BLOCK_N)
-    n_ok = n < H
+    t0 = (pid // (R // TOPK)) * TILES
     r, held, e = _token_routes(ids_ptr, t, expert_offset, num_local, TOPK, KP)
-    w_rows = e[:, None, None] * stride_we + n[None, :, None].to(tl.int64) * stride_wn
-    row_ok = held[:, None] & n_ok[None, :]
+    offs_n = tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
     offs_g = tl.arange(0, BLOCK_K // 128) if W_SCALE == 2 else tl.arange(0, 1)
-    s_base = ws_ptr + e[:, None] * stride_wse + (n // 128)[None, :] * stride_wsn
-    if PDL:  # the first K step's weights are in flight while gate/up finishes
-        w_first = _down_weights(w_ptr + w_rows, row_ok, offs_k, I)
-        _pdl_wait()
-        acc = tl.zeros([KP, BLOCK_N], dtype=tl.float32) + _down_step(  # 0 + s0, as the plain loop (-0.0)
-            act_ptr, w_first, r, held, row_ok, 0, offs_k, offs_g, s_base, ws_ptr, I, R,
-            KP, W_SCALE, SPLIT_K, ACTIVATION, BLOCK_N, BLOCK_K)
-        k_first: tl.constexpr = BLOCK_K
+    steps = tl.cdiv(I, BLOCK_K)
+    total = TILES * steps
+    acc = tl.zeros([KP, BLOCK_N], dtype=tl.float32)
+    if PREFETCH:
+        w = _down_weights(w_ptr, e, held, t0, 0, steps, total, offs_n, offs_k, H, I, stride_we, stride_wn,
+                          BLOCK_N, BLOCK_K)
+        if PDL:  # the first weights are in flight while gate/up finishes
+            _pdl_wait()
+        for it in range(0, total):
+            w_next = _down_weights(w_ptr, e, held, t0, it + 1, steps, total, offs_n, offs_k, H, I, stride_we,
+                                   stride_wn, BLOCK_N, BLOCK_K)
+            acc = _down_tile_step(act_ptr, w, acc, it, steps, t0, r, held, e, t, offs_n, offs_k, offs_g, ws_ptr,
+                                  b_ptr, tw_ptr, shared_ptr, out_ptr, H, I, R, stride_wse, stride_wsn, stride_s,
+                                  stride_o, KP, W_SCALE, SPLIT_K, ACTIVATION, HAS_BIAS, HAS_SHARED, BLOCK_N, BLOCK_K,
+                                  TILES)
+            w = w_next
     else:
-        acc = tl.zeros([KP, BLOCK_N], dtype=tl.float32)
-        k_first: tl.constexpr = 0
-    for k0 in range(k_first, I, BLOCK_K):
-        w = _down_weights(w_ptr + w_rows, row_ok, k0 + offs_k, I)
-        acc += _down_step(act_ptr, w, r, held, row_ok, k0, offs_k, offs_g, s_base, ws_ptr, I, R,
-                          KP, W_SCALE, SPLIT_K, ACTIVATION, BLOCK_N, BLOCK_K)
-    _combine_token(acc, r, held, e, t, n, n_ok, ws_ptr, b_ptr, tw_ptr, shared_ptr, out_ptr, H, stride_s, stride_o,
-                   W_SCALE, HAS_BIAS, HAS_SHARED)
+        first = 0
+        if PDL:  # the first weights are in flight while gate/up finishes
+            w = _down_weights(w_ptr, e, held, t0, 0, steps, total, offs_n, offs_k, H, I, stride_we, stride_wn,
+                              BLOCK_N, BLOCK_K)
+            _pdl_wait()
+            acc = _down_tile_step(act_ptr, w, acc, 0, steps, t0, r, held, e, t, offs_n, offs_k, offs_g, ws_ptr,
+                                  b_ptr, tw_ptr, shared_ptr, out_ptr, H, I, R, stride_wse, stride_wsn, stride_s,
+                                  stride_o, KP, W_SCALE, SPLIT_K, ACTIVATION, HAS_BIAS, HAS_SHARED, BLOCK_N, BLOCK_K,
+                                  TILES)
+            first = 1
+        for it in range(first, total):
+            w = _down_weights(w_ptr, e, held, t0, it, steps, total, offs_n, offs_k, H, I, stride_we, stride_wn,
+                              BLOCK_N, BLOCK_K)
+            acc = _down_tile_step(act_ptr, w, acc, it, steps, t0, r, held, e, t, offs_n, offs_k, offs_g, ws_ptr,
+                                  b_ptr, tw_ptr, shared_ptr, out_ptr, H, I, R, stride_wse, stride_wsn, stride_s,
+                                  stride_o, KP, W_SCALE, SPLIT_K, ACTIVATION, HAS_BIAS, HAS_SHARED, BLOCK_N, BLOCK_K,
+                                  TILES)
+    if TILES == 1:
+        n = t0 * BLOCK_N + offs_n
+        _combine_token(acc, r, held, e, t, n, n < H, ws_ptr, b_ptr, tw_ptr, shared_ptr, out_ptr, H, stride_s, stride_o,
+                       W_SCALE, HAS_BIAS, HAS_SHARED)
 
 
 @triton.jit
