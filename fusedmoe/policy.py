@@ -29,8 +29,9 @@ class Tile:
     route-direct gate/up: the tensor-core form, which also streams a shared expert once;
     route-direct down, FP8 weights: the token's k expert tiles stacked into one MMA).
     The route-direct GEMV forms (swap_ab False) have no software pipeline from Triton (plain
-    loads, compiled with num_stages 1): there num_stages >= 2 means their own prefetch, each
-    K step's loads issued before the previous step is reduced, and 1 means none."""
+    loads, compiled with num_stages 1): the GEMV gate/up takes num_stages >= 2 as its own
+    prefetch (each K step's loads issued before the previous step is reduced), the GEMV down
+    ignores it."""
 
     block_n: int
     block_k: int

@@ -56,7 +56,13 @@ def run_and_check(weights, x, tw, ids, path, *, shared=None, offset=0, n_global=
                         quantize_activations=path_quantizes_activations(path, weights.format))
     err, cos = rel_l2(out, ref), cosine(out, ref)
     assert not torch.isnan(out).any(), "unwritten (NaN) output rows"
-    assert err <= max_rel_l2(path, weights.format) and cos >= MIN_COSINE, f"rel-L2 {err:.3e} cosine {cos:.6f}"
+    # What the output dtype can hold: one subnormal step per element (a tiny layer's output
+    # can lie below the smallest normal, where relative precision is lost: fuzz, H=16, I=8)
+    info = torch.finfo(out.dtype)
+    floor = info.smallest_normal * info.eps * out.numel() ** 0.5
+    ref_norm = ref.double().norm().item()
+    assert err * ref_norm <= max_rel_l2(path, weights.format) * ref_norm + 2 * floor, f"rel-L2 {err:.3e}"
+    assert cos >= MIN_COSINE or ref_norm < 1e3 * floor, f"cosine {cos:.6f}"
     return out
 
 
@@ -346,15 +352,16 @@ def test_int64_ids_and_bf16_weights_read_directly(path, device):
 @pytest.mark.parametrize("pdl", [False, True])
 @pytest.mark.parametrize("down_tiles", [1, 3])
 def test_route_direct_prefetch_and_down_tiles_are_bitwise_the_plain_kernels(fmt, pdl, down_tiles, device):
-    # The GEMV forms' prefetch (num_stages 2) and a down program walking several H tiles change
-    # when weights are loaded, not what is computed: bitwise the plain kernels, and the reference.
+    # The GEMV gate/up's prefetch (num_stages 2) and a down program walking several H tiles
+    # change when weights are loaded, not what is computed: bitwise the plain kernels, and the
+    # reference.
     # H = 300 is not a multiple of 16 * 3 rows (the last program's tiles run past H), I = 136
     # takes two down K steps (the second partial), and split K 2 reduces in the down kernel.
     m, e, k, h, i = 3, 6, 3, 300, 136
     weights, x, tw, ids = make_layer(m, e, k, h, i, fmt, device)
     shared = torch.randn_like(x)
     plain = policy.RouteDirectConfig(policy.Tile(8, 128, 4, 1, split_k=2), policy.Tile(16, 128, 4, 1), pdl=pdl)
-    fetch = policy.RouteDirectConfig(policy.Tile(8, 128, 4, 2, split_k=2), policy.Tile(16, 128, 4, 2), pdl=pdl,
+    fetch = policy.RouteDirectConfig(policy.Tile(8, 128, 4, 2, split_k=2), policy.Tile(16, 128, 4, 1), pdl=pdl,
                                      down_tiles=down_tiles)
     assert policy.legal("route_direct", fetch, fmt)
     want = fused_moe(x, weights, tw, ids, path="route_direct", config=plain, shared_output=shared)
@@ -378,7 +385,7 @@ def test_fuzz_against_reference(m, e, k, h, i, fmt, path, offset, data, device):
     config = None
     if path == "route_direct" and data.draw(st.booleans()):  # the GEMV forms, any tile
         block_k = 128 if fmt == "fp8_block" else data.draw(st.sampled_from([32, 64, 128]))
-        stages = data.draw(st.sampled_from([1, 2]))  # 2: the GEMV forms' prefetch
+        stages = data.draw(st.sampled_from([1, 2]))  # 2: the GEMV gate/up's prefetch
         config = policy.RouteDirectConfig(
             policy.Tile(data.draw(st.sampled_from([4, 8, 16])), block_k, 4, stages, data.draw(st.integers(1, 3))),
             policy.Tile(data.draw(st.sampled_from([8, 16])), block_k, 4, stages), pdl=data.draw(st.booleans()),

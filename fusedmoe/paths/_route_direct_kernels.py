@@ -289,14 +289,14 @@ def _combine_token(y, r, held, e, t, n, n_ok, ws_ptr, b_ptr, tw_ptr, shared_ptr,
 
 
 @triton.jit
-def _down_weights(w_ptr, e, held, t0, it, steps, total, offs_n, offs_k, H, I, stride_we, stride_wn,
+def _down_weights(w_ptr, e, held, t0, it, steps, offs_n, offs_k, H, I, stride_we, stride_wn,
                   BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     """route_down_kernel's weight tile [KP, BLOCK_N, BLOCK_K] (as stored) of its step ``it``:
     H tile t0 + it // steps, K step it % steps, for the routes' experts e [KP] (masked to held
-    routes, H and I; nothing is read when it >= total)."""
+    routes, H and I)."""
     n = (t0 + it // steps) * BLOCK_N + offs_n
     kk = (it % steps) * BLOCK_K + offs_k
-    row_ok = held[:, None] & (n < H)[None, :] & (it < total)
+    row_ok = held[:, None] & (n < H)[None, :]
     rows = w_ptr + e[:, None, None] * stride_we + n[None, :, None].to(tl.int64) * stride_wn
     return tl.load(rows + kk[None, None, :], mask=row_ok[:, :, None] & (kk < I)[None, None, :], other=0.0)
 
@@ -347,12 +347,11 @@ def route_down_kernel(
         H, I, R, expert_offset, num_local, stride_we, stride_wn, stride_wse, stride_wsn, stride_s, stride_o,
         TOPK: tl.constexpr, W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, HAS_SHARED: tl.constexpr,
         ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-        PDL: tl.constexpr = False, PREFETCH: tl.constexpr = False, TILES: tl.constexpr = 1):
+        PDL: tl.constexpr = False, TILES: tl.constexpr = 1):
     """out[t, n] = sum_j w[t,j] * (W2_e act_r + b_e)[n] (+ shared[t, n]), r = t*TOPK + j, over held
     routes; bias b [E, H] if HAS_BIAS.  A program computes TILES consecutive tiles of BLOCK_N
-    rows of H for its token, one K step after another.  Its first weight tile is loaded before
-    the PDL wait for gate/up; PREFETCH loads each next tile (across tile boundaries too) before
-    the current one is reduced."""
+    rows of H for its token, one K step after another (its routes read once).  With PDL its
+    first weight tile is loaded before the wait for gate/up."""
     KP: tl.constexpr = triton.next_power_of_2(TOPK)
     pid = tl.program_id(0)
     t = pid % (R // TOPK)  # token-fastest, as in gate/up: shared experts' tiles meet in L2
@@ -362,39 +361,22 @@ def route_down_kernel(
     offs_k = tl.arange(0, BLOCK_K)
     offs_g = tl.arange(0, BLOCK_K // 128) if W_SCALE == 2 else tl.arange(0, 1)
     steps = tl.cdiv(I, BLOCK_K)
-    total = TILES * steps
     acc = tl.zeros([KP, BLOCK_N], dtype=tl.float32)
-    if PREFETCH:
-        w = _down_weights(w_ptr, e, held, t0, 0, steps, total, offs_n, offs_k, H, I, stride_we, stride_wn,
+    first = 0
+    if PDL:  # the first weights are in flight while gate/up finishes
+        w = _down_weights(w_ptr, e, held, t0, 0, steps, offs_n, offs_k, H, I, stride_we, stride_wn,
                           BLOCK_N, BLOCK_K)
-        if PDL:  # the first weights are in flight while gate/up finishes
-            _pdl_wait()
-        for it in range(0, total):
-            w_next = _down_weights(w_ptr, e, held, t0, it + 1, steps, total, offs_n, offs_k, H, I, stride_we,
-                                   stride_wn, BLOCK_N, BLOCK_K)
-            acc = _down_tile_step(act_ptr, w, acc, it, steps, t0, r, held, e, t, offs_n, offs_k, offs_g, ws_ptr,
-                                  b_ptr, tw_ptr, shared_ptr, out_ptr, H, I, R, stride_wse, stride_wsn, stride_s,
-                                  stride_o, KP, W_SCALE, SPLIT_K, ACTIVATION, HAS_BIAS, HAS_SHARED, BLOCK_N, BLOCK_K,
-                                  TILES)
-            w = w_next
-    else:
-        first = 0
-        if PDL:  # the first weights are in flight while gate/up finishes
-            w = _down_weights(w_ptr, e, held, t0, 0, steps, total, offs_n, offs_k, H, I, stride_we, stride_wn,
-                              BLOCK_N, BLOCK_K)
-            _pdl_wait()
-            acc = _down_tile_step(act_ptr, w, acc, 0, steps, t0, r, held, e, t, offs_n, offs_k, offs_g, ws_ptr,
-                                  b_ptr, tw_ptr, shared_ptr, out_ptr, H, I, R, stride_wse, stride_wsn, stride_s,
-                                  stride_o, KP, W_SCALE, SPLIT_K, ACTIVATION, HAS_BIAS, HAS_SHARED, BLOCK_N, BLOCK_K,
-                                  TILES)
-            first = 1
-        for it in range(first, total):
-            w = _down_weights(w_ptr, e, held, t0, it, steps, total, offs_n, offs_k, H, I, stride_we, stride_wn,
-                              BLOCK_N, BLOCK_K)
-            acc = _down_tile_step(act_ptr, w, acc, it, steps, t0, r, held, e, t, offs_n, offs_k, offs_g, ws_ptr,
-                                  b_ptr, tw_ptr, shared_ptr, out_ptr, H, I, R, stride_wse, stride_wsn, stride_s,
-                                  stride_o, KP, W_SCALE, SPLIT_K, ACTIVATION, HAS_BIAS, HAS_SHARED, BLOCK_N, BLOCK_K,
-                                  TILES)
+        _pdl_wait()
+        acc = _down_tile_step(act_ptr, w, acc, 0, steps, t0, r, held, e, t, offs_n, offs_k, offs_g, ws_ptr,
+                              b_ptr, tw_ptr, shared_ptr, out_ptr, H, I, R, stride_wse, stride_wsn, stride_s,
+                              stride_o, KP, W_SCALE, SPLIT_K, ACTIVATION, HAS_BIAS, HAS_SHARED, BLOCK_N, BLOCK_K, TILES)
+        first = 1
+    for it in range(first, TILES * steps):
+        w = _down_weights(w_ptr, e, held, t0, it, steps, offs_n, offs_k, H, I, stride_we, stride_wn,
+                          BLOCK_N, BLOCK_K)
+        acc = _down_tile_step(act_ptr, w, acc, it, steps, t0, r, held, e, t, offs_n, offs_k, offs_g, ws_ptr,
+                              b_ptr, tw_ptr, shared_ptr, out_ptr, H, I, R, stride_wse, stride_wsn, stride_s,
+                              stride_o, KP, W_SCALE, SPLIT_K, ACTIVATION, HAS_BIAS, HAS_SHARED, BLOCK_N, BLOCK_K, TILES)
     if TILES == 1:
         n = t0 * BLOCK_N + offs_n
         _combine_token(acc, r, held, e, t, n, n < H, ws_ptr, b_ptr, tw_ptr, shared_ptr, out_ptr, H, stride_s, stride_o,

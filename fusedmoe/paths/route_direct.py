@@ -35,8 +35,8 @@ def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torc
                      out: torch.Tensor, shared_output: torch.Tensor | None, expert_offset: int,
                      config: RouteDirectConfig, activation: str = "silu") -> torch.Tensor:
     """Run the route-direct path into ``out`` [M, H] (inputs and config validated: ``policy.legal``).
-    The GEMV kernels compile with Triton's num_stages 1; their tile's num_stages >= 2 turns on
-    their own one-step-ahead prefetch (``policy.Tile``).
+    The GEMV kernels compile with Triton's num_stages 1; a GEMV gate/up tile's num_stages >= 2
+    turns on its own one-step-ahead prefetch (``policy.Tile``).
     ``config.pdl`` takes effect on sm_90+ CUDA devices only (elsewhere the same two launches
     run in plain stream order: ``_pdl_launch``)."""
     m, k = topk_ids.shape
@@ -56,7 +56,7 @@ def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torc
         **(dict(num_stages=gu.num_stages) if gu.swap_ab else dict(num_stages=1, PREFETCH=gu.num_stages >= 2)), **pdl)
     ws, se, sn, mode = scale_args(weights, weights.w2_scale, x)
     down = route_down_mma_kernel if dn.swap_ab else route_down_kernel
-    gemv_down = {} if dn.swap_ab else dict(PREFETCH=dn.num_stages >= 2, TILES=config.down_tiles)
+    gemv_down = {} if dn.swap_ab else dict(TILES=config.down_tiles)
     down[(m * cdiv(cdiv(hidden, dn.block_n), config.down_tiles),)](
         act, weights.w2, ws, optional_ptr(weights.w2_bias, x), topk_ids, topk_weights,
         optional_ptr(shared_output, out), out,
