@@ -3,7 +3,7 @@
 #   scripts/gpu_check.sh OUT_DIR [steps...]
 # steps (default: all, in this order, most important first):
 #   sass      kernels compile for sm_90, wgmma where expected, no spills (also runs without a GPU)
-#   accuracy  PEERS shapes x M {1,8,64,512,4096} x 4 formats x paths against the float64 reference
+#   accuracy  PEERS shapes (ACCURACY_SHAPES) x M {1,8,64,512,4096} x 4 formats x paths against the float64 reference
 #   graphs    CUDA-graph capture, replay with changed inputs, bitwise equal to eager
 #   fp8probe  stage-by-stage differences of the grouped FP8 path against its reference
 #   tests     the test suite on CUDA
@@ -39,7 +39,7 @@ bench=(python -m fusedmoe bench --shape peers --routing softmax --replays 10)  #
 for step in $steps; do
   case $step in
     sass)     run sass env -u TRITON_INTERPRET python scripts/compile_check.py --json "$out/sass.json" ;;
-    accuracy) run accuracy python -m fusedmoe check accuracy --out "$out" ;;
+    accuracy) run accuracy python -m fusedmoe check accuracy --out "$out" ${ACCURACY_SHAPES:+--shapes "$ACCURACY_SHAPES"} ;;
     graphs)   run graphs python -m fusedmoe check graphs --out "$out" ;;
     fp8probe) run fp8probe python scripts/fp8_probe.py ;;
     tests)    # compiling each test's kernel variants dominates on a fresh machine: 8 workers compile in parallel
