@@ -52,8 +52,7 @@ def layer_inputs(shape, m, gen, dtype=torch.bfloat16):
 def variants(path: str, m: int, shape, fmt: str) -> list[tuple[str, object]]:
     """(label, config) runs of a path: its dispatched config (None), for route-direct also the
     tensor-core forms (gate/up, and down with FP8 weights; the tuned tables may pick them),
-    each launched with and without PDL, and the GEMV gate/up's prefetch with 4 H tiles per
-    down program (PDL); for grouped FP8 also K steps of 64 and the MMA sums
+    each launched with and without PDL, and 4 H tiles per GEMV down program (PDL); for grouped FP8 also K steps of 64 and the MMA sums
     promoted every 32 columns (the most accurate interval) and every 64 where the rule
     (policy.grouped_promote_k) picks 128."""
     if path != "route_direct":
@@ -75,11 +74,10 @@ def variants(path: str, m: int, shape, fmt: str) -> list[tuple[str, object]]:
                                       shape.intermediate_size, fmt, sms)
     down = policy.Tile(16, 128, 4, 3, swap_ab=True) if fmt in FP8_FORMATS else base.down  # FP8: tensor-core down too
     mma = policy.RouteDirectConfig(policy.Tile(32, 128, 4, 3, 2, swap_ab=True), down)
-    prefetch = dataclasses.replace(base, gate_up=dataclasses.replace(base.gate_up, num_stages=2), down_tiles=4,
-                                   pdl=True)
+    tiles4 = dataclasses.replace(base, down_tiles=4, pdl=True) if not base.down.swap_ab else None
     return [(path, None), (path + "_mma", mma), (path + "_nopdl", dataclasses.replace(base, pdl=False)),
             (path + "_pdl", dataclasses.replace(base, pdl=True)), (path + "_mma_pdl", dataclasses.replace(mma, pdl=True)),
-            (path + "_prefetch", prefetch)]
+            *([(path + "_tiles4", tiles4)] if tiles4 else [])]
 
 
 def accuracy(out_dir: Path, tokens=(1, 8, 64, 512, 4096), shapes=PEER_SHAPES) -> list[dict]:

@@ -28,10 +28,11 @@ class Tile:
     swap_ab: weights on the MMA's M side, routes on N (grouped path: for BLOCK_M < 64;
     route-direct gate/up: the tensor-core form, which also streams a shared expert once;
     route-direct down, FP8 weights: the token's k expert tiles stacked into one MMA).
-    The route-direct GEMV forms (swap_ab False) have no software pipeline from Triton (plain
-    loads, compiled with num_stages 1): the GEMV gate/up takes num_stages >= 2 as its own
-    prefetch (each K step's loads issued before the previous step is reduced), the GEMV down
-    ignores it."""
+    The route-direct GEMV forms (swap_ab False) ignore num_stages: their plain loads have no
+    software pipeline, and they compile with num_stages 1.  (A prefetch of the next K step
+    into registers, tried 2026-11-30, sixth session, was slower in 43 of 44 GEMV gate/up cases,
+    1.02-3.3x, and in the down kernel: the registers it needs cost more occupancy than the
+    loads it overlaps.)"""
 
     block_n: int
     block_k: int
@@ -63,8 +64,10 @@ class RouteDirectConfig:
     splits of H; down.block_n rows of H per program, looping over the token's routes.
     pdl: launch both kernels with programmatic dependent launch where the GPU has it (sm_90+),
     so that the down grid starts and loads its first weights while gate/up finishes.
-    down_tiles: tiles of H each GEMV down program computes in turn (its token's routes read
-    once, the stream of weight tiles unbroken when it prefetches); 1 for the tensor-core down."""
+    down_tiles: tiles of H each GEMV down program computes in turn (its token's routing read
+    once, fewer programs); 1 for the tensor-core down.  A tuner move: on the H200 it won in 8
+    of 60 decode cases by more than 2% (DeepSeek-V3 TP8 M=2..4, Hunyuan fp8_tensor M=4) and
+    lost elsewhere, most at M=1 where fewer programs cannot fill the GPU (sixth session)."""
 
     gate_up: Tile
     down: Tile
@@ -197,7 +200,7 @@ def routes_per_active_expert(m: int, top_k: int, num_experts: int) -> float:
 #   308 us, the one decode case slower than vLLM with route-direct; re-measured in the third
 #   session, 2026-11-30-s3), so the limit sits between, at 2.0; at M=16 it was 1-8% faster on
 #   DeepSeek-V3 and GPT-OSS (1.28), 5% slower on Hunyuan (1.33).
-# - FP8 weights (mostly the GEMV form, one stream per route): up to M=8 it wins to 1.52
+# - FP8 weights (mostly the GEMV form, one stream per route): up to M=8 it wins to 1.46
 #   routes per active expert (Mixtral M=4 with the fourth session's tables, 2026-11-30-s4:
 #   137-146 vs 151-155 us grouped; the third session's tables lost there, 155-165 vs
 #   147-149) and loses at Mixtral M=8 (2.2: 233-246 vs 180-183 us): the limit sits at 1.6.
@@ -206,8 +209,12 @@ def routes_per_active_expert(m: int, top_k: int, num_experts: int) -> float:
 #   tied at 1.35 on Hunyuan (80-82 vs 82-84) and lost at 1.55 on Qwen3 (139-151 vs 117): the
 #   limit sits at 1.4.
 #   DeepSeek-V3 fp8_block M=16 (1.26) loses 7% by it (172 vs 160 us).
+# - fp8_block at M <= 8 (its GEMV form also loads a block scale per 128 columns): at Mixtral
+#   M=4 (1.46 by routes_per_active_expert) grouped won in the fifth and sixth sessions (140.4
+#   vs 144.6 us without PDL; 140.3 vs 150.6, 2026-11-30-s6/decode), where fp8_tensor's
+#   route-direct still won (144.1 vs 148.2): its limit sits at 1.4.
 ROUTE_DIRECT_MAX_TOKENS = 16
-ROUTE_DIRECT_MAX_SHARING = {"16bit": (2.0, 1.3), "fp8": (1.6, 1.4)}  # (M <= 8, 8 < M <= 16)
+ROUTE_DIRECT_MAX_SHARING = {"16bit": (2.0, 1.3), "fp8": (1.6, 1.4), "fp8_block": (1.4, 1.4)}  # (M <= 8, 8 < M <= 16)
 
 
 def device_dir_name(device_name: str) -> str:
@@ -308,6 +315,7 @@ def choose_path(m: int, top_k: int, num_experts: int, hidden: int, inter: int, f
     """The path the dispatcher runs for these shape facts."""
     if m > ROUTE_DIRECT_MAX_TOKENS:
         return "grouped"
-    small_m, large_m = ROUTE_DIRECT_MAX_SHARING["fp8" if fmt in FP8_FORMATS else "16bit"]
+    kind = fmt if fmt in ROUTE_DIRECT_MAX_SHARING else "fp8" if fmt in FP8_FORMATS else "16bit"
+    small_m, large_m = ROUTE_DIRECT_MAX_SHARING[kind]
     limit = small_m if m <= 8 else large_m
     return "route_direct" if routes_per_active_expert(m, top_k, num_experts) <= limit else "grouped"

@@ -37,17 +37,13 @@ MAX_REL_L2 = 0.01
 
 def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
     """(field, value) moves of the coordinate descent: 'gate_up'/'down' tiles, 'block_m',
-    'group_m', route-direct 'pdl', 'gate_up_stages' (the GEMV gate/up's prefetch, ``apply``)
-    and 'down_tiles'."""
+    'group_m', route-direct 'pdl' and 'down_tiles'."""
     fp8 = fmt in FP8_FORMATS
     if path == "route_direct":
-        # PDL and the GEMV gate/up prefetch first: the tiles are then tuned with the launch mode
-        # and the load schedule they will run under (the candidate log's first entries of a
-        # case are the start config with each of them flipped)
+        # PDL first: the tiles are then tuned with the launch mode they will run under, and the
+        # candidate log's first two entries of a case are the start config without and with it
         for pdl in (False, True):
             yield "pdl", pdl
-        for stages in (1, 2):
-            yield "gate_up_stages", stages
         for bn, bk, split in itertools.product((4, 8, 16), (512, 1024, 2048), (1, 2, 4)):  # GEMV form
             yield "gate_up", policy.Tile(bn, bk, 8, 1, split)
         # Narrow rows, the whole of a 4096-wide H in one load (one DRAM round trip at M=1;
@@ -82,16 +78,9 @@ def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
 
 def apply(cfg, field: str, value):
     """``cfg`` with one field replaced (grouped tiles swap A and B exactly below 64 rows, and
-    promote FP8 sums at most every BLOCK_K columns).  Route-direct: 'gate_up_stages' sets the
-    GEMV gate/up's num_stages (its prefetch); a GEMV gate/up moved in keeps the num_stages of
-    the GEMV gate/up it replaces; a tensor-core down takes down_tiles 1."""
+    promote FP8 sums at most every BLOCK_K columns; a route-direct tensor-core down takes
+    down_tiles 1)."""
     if isinstance(cfg, policy.RouteDirectConfig):
-        if field == "gate_up_stages":
-            return cfg if cfg.gate_up.swap_ab else dataclasses.replace(
-                cfg, gate_up=dataclasses.replace(cfg.gate_up, num_stages=value))
-        old = getattr(cfg, field) if field == "gate_up" else None
-        if old is not None and not old.swap_ab and not value.swap_ab:
-            value = dataclasses.replace(value, num_stages=old.num_stages)
         cfg = dataclasses.replace(cfg, **{field: value})
         return dataclasses.replace(cfg, down_tiles=1) if cfg.down.swap_ab else cfg
     cfg = dataclasses.replace(cfg, **{field: value})
@@ -330,7 +319,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--force", action="store_true", help="re-tune cases that already have an entry")
     ap.add_argument("--out-dir", type=Path, default=policy.CONFIG_DIR)
     ap.add_argument("--log", type=Path, help="append every timed candidate to this JSON-lines file")
-    ap.add_argument("--moves", help="comma-separated fields to move (e.g. gate_up_stages,down_tiles); default all")
+    ap.add_argument("--moves", help="comma-separated fields to move (e.g. down_tiles); default all")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("fusedmoe tune: needs a CUDA GPU (it times kernels); nothing to do on this machine")

@@ -116,12 +116,7 @@ CASES = [
     ("route_down_mma fp8_block k8 N16 PDL", route_down_mma_kernel,
      dict(w_ptr=FP8, ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16"),
      dict(route_down(8, 2, 1, True, 0, False, 16, 128), PDL=True), 4, True),
-    # the GEMV gate/up's prefetch (Tile.num_stages 2) and several H tiles per down program
-    ("route_gate_up fp8_tensor prefetch PDL", route_gate_up_kernel, dict(x_ptr="*bf16", w_ptr=FP8, ids_ptr="*i32"),
-     dict(W_SCALE=1, SPLIT_K=1, ACTIVATION=0, HAS_BIAS=False, BLOCK_N=16, BLOCK_K=512, PDL=True, PREFETCH=True), 8,
-     False),
-    ("route_gate_up fp8_block prefetch N4 K2048", route_gate_up_kernel, dict(x_ptr="*bf16", w_ptr=FP8, ids_ptr="*i32"),
-     dict(W_SCALE=2, SPLIT_K=1, ACTIVATION=0, HAS_BIAS=False, BLOCK_N=4, BLOCK_K=2048, PREFETCH=True), 8, False),
+    # several H tiles per GEMV down program (RouteDirectConfig.down_tiles)
     ("route_down fp8_tensor k8 tiles4 K64 PDL", route_down_kernel,
      dict(w_ptr=FP8, ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16"),
      dict(route_down(8, 1, 1, False, 0, False, 16, 64), PDL=True, TILES=4), 4, False),

@@ -351,21 +351,20 @@ def test_int64_ids_and_bf16_weights_read_directly(path, device):
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("pdl", [False, True])
 @pytest.mark.parametrize("down_tiles", [1, 3])
-def test_route_direct_prefetch_and_down_tiles_are_bitwise_the_plain_kernels(fmt, pdl, down_tiles, device):
-    # The GEMV gate/up's prefetch (num_stages 2) and a down program walking several H tiles
-    # change when weights are loaded, not what is computed: bitwise the plain kernels, and the
-    # reference.
+def test_route_direct_down_tiles_are_bitwise_one_tile_per_program(fmt, pdl, down_tiles, device):
+    # A down program walking several H tiles changes which program reads which weights, not
+    # what is computed: bitwise one tile per program, and the reference.
     # H = 300 is not a multiple of 16 * 3 rows (the last program's tiles run past H), I = 136
     # takes two down K steps (the second partial), and split K 2 reduces in the down kernel.
     m, e, k, h, i = 3, 6, 3, 300, 136
     weights, x, tw, ids = make_layer(m, e, k, h, i, fmt, device)
     shared = torch.randn_like(x)
     plain = policy.RouteDirectConfig(policy.Tile(8, 128, 4, 1, split_k=2), policy.Tile(16, 128, 4, 1), pdl=pdl)
-    fetch = policy.RouteDirectConfig(policy.Tile(8, 128, 4, 2, split_k=2), policy.Tile(16, 128, 4, 1), pdl=pdl,
+    walk = policy.RouteDirectConfig(policy.Tile(8, 128, 4, 1, split_k=2), policy.Tile(16, 128, 4, 1), pdl=pdl,
                                      down_tiles=down_tiles)
-    assert policy.legal("route_direct", fetch, fmt)
+    assert policy.legal("route_direct", walk, fmt)
     want = fused_moe(x, weights, tw, ids, path="route_direct", config=plain, shared_output=shared)
-    got = run_and_check(weights, x, tw, ids, "route_direct", shared=shared, config=fetch)
+    got = run_and_check(weights, x, tw, ids, "route_direct", shared=shared, config=walk)
     assert torch.equal(got.view(torch.int16), want.view(torch.int16))
 
 
@@ -385,10 +384,9 @@ def test_fuzz_against_reference(m, e, k, h, i, fmt, path, offset, data, device):
     config = None
     if path == "route_direct" and data.draw(st.booleans()):  # the GEMV forms, any tile
         block_k = 128 if fmt == "fp8_block" else data.draw(st.sampled_from([32, 64, 128]))
-        stages = data.draw(st.sampled_from([1, 2]))  # 2: the GEMV gate/up's prefetch
         config = policy.RouteDirectConfig(
-            policy.Tile(data.draw(st.sampled_from([4, 8, 16])), block_k, 4, stages, data.draw(st.integers(1, 3))),
-            policy.Tile(data.draw(st.sampled_from([8, 16])), block_k, 4, stages), pdl=data.draw(st.booleans()),
+            policy.Tile(data.draw(st.sampled_from([4, 8, 16])), block_k, 4, 1, data.draw(st.integers(1, 3))),
+            policy.Tile(data.draw(st.sampled_from([8, 16])), block_k, 4, 1), pdl=data.draw(st.booleans()),
             down_tiles=data.draw(st.integers(1, 4)))
     elif path == "route_direct" and data.draw(st.booleans()):  # the tensor-core forms, any tile
         block_k = 128 if fmt == "fp8_block" else data.draw(st.sampled_from([16, 32, 64, 128]))

@@ -78,8 +78,10 @@ def torch_grouped_mm(x: torch.Tensor, weights, topk_weights: torch.Tensor, topk_
     order = torch.argsort(key, stable=True)
     counts = torch.zeros(e_local + 1, dtype=torch.int32, device=x.device)
     counts.scatter_add_(0, key, torch.ones_like(key, dtype=torch.int32))
-    offs = torch.cumsum(counts[:e_local], 0, dtype=torch.int32)
     windowed = expert_offset != 0 or num_experts is None or num_experts > e_local
+    if not windowed:  # the unheld (dropped) routes join the last group (below); a device-side
+        counts[e_local - 1:e_local] += counts[e_local:]  # add: no host value, so graph capture holds
+    offs = torch.cumsum(counts[:e_local], 0, dtype=torch.int32)
     if windowed:
         # Most routes may be unheld (--ep N): they skip the GEMMs, and the combine masks them.
         tok = order // k
@@ -89,7 +91,6 @@ def torch_grouped_mm(x: torch.Tensor, weights, topk_weights: torch.Tensor, topk_
         # holds, and the combine needs no mask.  At DeepSeek-V3 M=8192 a pass over the
         # [M*k, H] rows moves ~1.9 GB (~0.45 ms at 4.25 TB/s; an estimate, not yet measured);
         # the appended row copies x once, 1/k of that.
-        offs[-1] = key.numel()
         tok = torch.where(held, torch.arange(m * k, device=x.device) // k, m)[order]
         x = torch.cat([x, x.new_zeros(1, x.shape[1])])
     route_weight = torch.where(held, topk_weights.flatten(), 0.0)[order].to(x.dtype)[:, None]

@@ -94,25 +94,14 @@ def _gate_up_program(R, I, H, SPLIT_K: tl.constexpr, BLOCK_N: tl.constexpr, BLOC
 
 
 @triton.jit
-def _gate_up_operands(w_base, x_base, n_ok, k0, offs_k, k_hi):
-    """route_gate_up_kernel's operands at K step k0: weight tile [2*BLOCK_N, BLOCK_K] as stored
-    and x[token] [BLOCK_K], masked to [k0, k_hi) (nothing is read when k0 >= k_hi)."""
-    kk = k0 + offs_k
-    k_ok = kk < k_hi
-    w = tl.load(w_base + kk[None, :], mask=n_ok[:, None] & k_ok[None, :], other=0.0)
-    return w, tl.load(x_base + kk, mask=k_ok, other=0.0)
-
-
-@triton.jit
 def route_gate_up_kernel(
         x_ptr, w_ptr, ws_ptr, b_ptr, ids_ptr, act_ptr,
         H, I, R, expert_offset, num_local, TOPK, stride_x, stride_we, stride_wn, stride_wse, stride_wsn,
         W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr,
-        BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr = False, PREFETCH: tl.constexpr = False):
+        BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr = False):
     """SPLIT_K == 1: act[r, n] = act(G_e x_t + b_g)[n] * (U_e x_t + b_u)[n]; else act[s, r, :] =
     partial [G_e x_t, U_e x_t] over the s-th K range (the bias in split 0).  e = ids[r] -
-    expert_offset, t = r // TOPK; bias b [E, 2I] if HAS_BIAS.  PREFETCH: each K step's loads
-    are issued before the previous step is reduced (two tiles in flight per program)."""
+    expert_offset, t = r // TOPK; bias b [E, 2I] if HAS_BIAS."""
     r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi = _gate_up_program(R, I, H, SPLIT_K, BLOCK_N, BLOCK_K, PDL)
     gid = tl.load(ids_ptr + r)
     if not is_held(gid, expert_offset, num_local):
@@ -125,18 +114,14 @@ def route_gate_up_kernel(
     x_base = x_ptr + tok * stride_x
     acc = tl.zeros([2 * BLOCK_N], dtype=tl.float32)
     s_base = ws_ptr + e * stride_wse + s_rows[:, None] * stride_wsn
-    if PREFETCH:
-        w, v = _gate_up_operands(w_base, x_base, n_ok, k_lo, offs_k, k_hi)
     for k0 in range(k_lo, k_hi, BLOCK_K):
-        if PREFETCH:
-            w_next, v_next = _gate_up_operands(w_base, x_base, n_ok, k0 + BLOCK_K, offs_k, k_hi)
-        else:
-            w, v = _gate_up_operands(w_base, x_base, n_ok, k0, offs_k, k_hi)
+        kk = k0 + offs_k
+        k_ok = kk < k_hi
+        v = tl.load(x_base + kk, mask=k_ok, other=0.0)
+        w = tl.load(w_base + kk[None, :], mask=n_ok[:, None] & k_ok[None, :], other=0.0)
         g = k0 // 128 + offs_g
         acc += _row_dot(w.to(tl.float32), v.to(tl.float32)[None, :], s_base + g[None, :],
                         n_ok[:, None] & (g * 128 < k_hi)[None, :], W_SCALE, 2 * BLOCK_N, BLOCK_K)
-        if PREFETCH:
-            w, v = w_next, v_next
     if W_SCALE == 1:
         acc = acc * tl.load(ws_ptr + e)
     if HAS_BIAS:

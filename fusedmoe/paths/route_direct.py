@@ -35,8 +35,7 @@ def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torc
                      out: torch.Tensor, shared_output: torch.Tensor | None, expert_offset: int,
                      config: RouteDirectConfig, activation: str = "silu") -> torch.Tensor:
     """Run the route-direct path into ``out`` [M, H] (inputs and config validated: ``policy.legal``).
-    The GEMV kernels compile with Triton's num_stages 1; a GEMV gate/up tile's num_stages >= 2
-    turns on its own one-step-ahead prefetch (``policy.Tile``).
+    The GEMV kernels compile with num_stages 1 whatever their tile says (``policy.Tile``).
     ``config.pdl`` takes effect on sm_90+ CUDA devices only (elsewhere the same two launches
     run in plain stream order: ``_pdl_launch``)."""
     m, k = topk_ids.shape
@@ -52,8 +51,8 @@ def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torc
         x, weights.w13, ws, optional_ptr(weights.w13_bias, x), topk_ids, act, hidden, inter, r, expert_offset,
         e_local, k, x.stride(0), weights.w13.stride(0), weights.w13.stride(1), se, sn,
         W_SCALE=mode, SPLIT_K=split, ACTIVATION=ACTIVATIONS[activation], HAS_BIAS=weights.w13_bias is not None,
-        BLOCK_N=gu.block_n, BLOCK_K=gu.block_k, num_warps=gu.num_warps,
-        **(dict(num_stages=gu.num_stages) if gu.swap_ab else dict(num_stages=1, PREFETCH=gu.num_stages >= 2)), **pdl)
+        BLOCK_N=gu.block_n, BLOCK_K=gu.block_k,
+        num_warps=gu.num_warps, num_stages=gu.num_stages if gu.swap_ab else 1, **pdl)
     ws, se, sn, mode = scale_args(weights, weights.w2_scale, x)
     down = route_down_mma_kernel if dn.swap_ab else route_down_kernel
     gemv_down = {} if dn.swap_ab else dict(TILES=config.down_tiles)
