@@ -52,7 +52,8 @@ def layer_inputs(shape, m, gen, dtype=torch.bfloat16):
 def variants(path: str, m: int, shape, fmt: str) -> list[tuple[str, object]]:
     """(label, config) runs of a path: its dispatched config (None), for route-direct also the
     tensor-core forms (gate/up, and down with FP8 weights; the tuned tables may pick them),
-    each launched with and without PDL, and 4 H tiles per GEMV down program (PDL); for grouped FP8 also K steps of 64 and the MMA sums
+    each launched with and without PDL, and 4 H tiles per GEMV down program (PDL); for grouped
+    FP8 also K steps of 64 and the MMA sums
     promoted every 32 columns (the most accurate interval) and every 64 where the rule
     (policy.grouped_promote_k) picks 128."""
     if path != "route_direct":
@@ -76,8 +77,8 @@ def variants(path: str, m: int, shape, fmt: str) -> list[tuple[str, object]]:
     mma = policy.RouteDirectConfig(policy.Tile(32, 128, 4, 3, 2, swap_ab=True), down)
     tiles4 = dataclasses.replace(base, down_tiles=4, pdl=True) if not base.down.swap_ab else None
     return [(path, None), (path + "_mma", mma), (path + "_nopdl", dataclasses.replace(base, pdl=False)),
-            (path + "_pdl", dataclasses.replace(base, pdl=True)), (path + "_mma_pdl", dataclasses.replace(mma, pdl=True)),
-            *([(path + "_tiles4", tiles4)] if tiles4 else [])]
+            (path + "_pdl", dataclasses.replace(base, pdl=True)),
+            (path + "_mma_pdl", dataclasses.replace(mma, pdl=True)), *([(path + "_tiles4", tiles4)] if tiles4 else [])]
 
 
 def accuracy(out_dir: Path, tokens=(1, 8, 64, 512, 4096), shapes=PEER_SHAPES) -> list[dict]:
@@ -196,8 +197,8 @@ def main(argv: list[str] | None = None) -> int:
         print("fusedmoe check: needs a CUDA GPU (the CPU checks are the test suite: python -m pytest tests)")
         return 2
     if args.step == "accuracy":
-        return 0 if all(r["ok"] for r in accuracy(args.out, shapes=[get_shape(n).name for n in args.shapes.split(",")]))\
-            else 1
+        shapes = [get_shape(n).name for n in args.shapes.split(",")]
+        return 0 if all(r["ok"] for r in accuracy(args.out, shapes=shapes)) else 1
     if args.step == "graphs":
         return 0 if all(r["bitwise_equal"] for r in graphs(args.out)) else 1
     sanitize()

@@ -31,7 +31,7 @@ class Tile:
     The route-direct GEMV forms (swap_ab False) ignore num_stages: their plain loads have no
     software pipeline, and they compile with num_stages 1.  (A prefetch of the next K step
     into registers, tried 2026-11-30, sixth session, was slower in 43 of 44 GEMV gate/up cases,
-    1.02-3.3x, and in the down kernel: the registers it needs cost more occupancy than the
+    1.007-3.3x, and in the down kernel: the registers it needs cost more occupancy than the
     loads it overlaps.)"""
 
     block_n: int
@@ -65,9 +65,9 @@ class RouteDirectConfig:
     pdl: launch both kernels with programmatic dependent launch where the GPU has it (sm_90+),
     so that the down grid starts and loads its first weights while gate/up finishes.
     down_tiles: tiles of H each GEMV down program computes in turn (its token's routing read
-    once, fewer programs); 1 for the tensor-core down.  A tuner move: on the H200 it won in 8
-    of 60 decode cases by more than 2% (DeepSeek-V3 TP8 M=2..4, Hunyuan fp8_tensor M=4) and
-    lost elsewhere, most at M=1 where fewer programs cannot fill the GPU (sixth session)."""
+    once, fewer programs); 1 for the tensor-core down.  A tuner move: on the H200 it won in 9
+    of 60 decode cases by more than 2% (DeepSeek-V3 TP8 M=2..4, Hunyuan, GPT-OSS bf16) and
+    lost in most others, most at M=1 where fewer programs cannot fill the GPU (sixth session)."""
 
     gate_up: Tile
     down: Tile
@@ -210,9 +210,10 @@ def routes_per_active_expert(m: int, top_k: int, num_experts: int) -> float:
 #   limit sits at 1.4.
 #   DeepSeek-V3 fp8_block M=16 (1.26) loses 7% by it (172 vs 160 us).
 # - fp8_block at M <= 8 (its GEMV form also loads a block scale per 128 columns): at Mixtral
-#   M=4 (1.46 by routes_per_active_expert) grouped won in the fifth and sixth sessions (140.4
-#   vs 144.6 us without PDL; 140.3 vs 150.6, 2026-11-30-s6/decode), where fp8_tensor's
-#   route-direct still won (144.1 vs 148.2): its limit sits at 1.4.
+#   M=4 (1.46 by routes_per_active_expert) grouped won in the sixth session (140.3 vs 150.6 us,
+#   2026-11-30-s6/decode), where fp8_tensor's route-direct still won (144.1 vs 148.2); the
+#   fifth session measured it both ways (146.9 vs 145.4; 140.4 vs 163.0 with a PDL entry since
+#   reverted): its limit sits at 1.4.
 ROUTE_DIRECT_MAX_TOKENS = 16
 ROUTE_DIRECT_MAX_SHARING = {"16bit": (2.0, 1.3), "fp8": (1.6, 1.4), "fp8_block": (1.4, 1.4)}  # (M <= 8, 8 < M <= 16)
 

@@ -18,6 +18,7 @@ import argparse
 import dataclasses
 import itertools
 import json
+import math
 import multiprocessing as mp
 import time
 from pathlib import Path
@@ -179,11 +180,12 @@ def compile_cases(cases, path: str) -> list[tuple]:
 
 def _configs_to_compile(base, path: str, fmt: str, fields: set[str] | None) -> list:
     """Configs a tuning run from ``base`` will time: each move applied to base; for a
-    restricted run (``fields``) every combination of its moves, which descent reaches."""
+    restricted run (``fields``) with at most MAX_COMBINATIONS, every combination of its moves,
+    which descent can reach (more, e.g. the tile fields: each move alone)."""
     moves = [mv for mv in candidates(path, fmt) if fields is None or mv[0] in fields]
-    if fields is None:
-        return [apply(base, f, v) for f, v in moves]
     per_field = [[mv for mv in moves if mv[0] == f] for f in dict.fromkeys(f for f, _ in moves)]
+    if fields is None or math.prod(len(p) for p in per_field) > MAX_COMBINATIONS:
+        return [apply(base, f, v) for f, v in moves]
     out = []
     for combo in itertools.product(*per_field):
         cfg = base
@@ -191,6 +193,14 @@ def _configs_to_compile(base, path: str, fmt: str, fields: set[str] | None) -> l
             cfg = apply(cfg, f, v)
         out.append(cfg)
     return list(dict.fromkeys(out))
+
+
+MAX_COMBINATIONS = 64
+
+
+def move_fields(path: str, fmt: str) -> set[str]:
+    """The fields the tuner moves for this path and format."""
+    return {f for f, _ in candidates(path, fmt)}
 
 
 def _precompile(job) -> None:
@@ -321,12 +331,15 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--log", type=Path, help="append every timed candidate to this JSON-lines file")
     ap.add_argument("--moves", help="comma-separated fields to move (e.g. down_tiles); default all")
     args = ap.parse_args(argv)
+    fields = set(args.moves.split(",")) if args.moves else None
+    known = set().union(*(move_fields(p, f) for p in ("route_direct", "grouped") for f in FORMATS))
+    if fields is not None and not fields <= known:
+        ap.error(f"--moves: unknown field(s) {sorted(fields - known)}; expected some of {sorted(known)}")
     if not torch.cuda.is_available():
         print("fusedmoe tune: needs a CUDA GPU (it times kernels); nothing to do on this machine")
         return 2
     n = run(_shapes(args), _choices("--formats", args.formats, FORMATS),
             _ints("--tokens", args.tokens), _choices("--paths", args.paths, ("route_direct", "grouped")),
-            args.budget_min * 60, args.out_dir, args.force, args.log,
-            set(args.moves.split(",")) if args.moves else None)
+            args.budget_min * 60, args.out_dir, args.force, args.log, fields)
     print(f"{n} table entries written under {args.out_dir}")
     return 0

@@ -252,3 +252,16 @@ def test_fp8_block_dispatch_limit_sits_below_fp8_tensor():
     assert policy.choose_path(4, 2, 8, 4096, 7168, "fp8_tensor", 132) == "route_direct"
     assert policy.choose_path(4, 2, 8, 4096, 7168, "fp8_block", 132) == "grouped"
     assert policy.choose_path(2, 2, 8, 4096, 7168, "fp8_block", 132) == "route_direct"
+
+
+def test_tune_rejects_unknown_move_fields(capsys):
+    with pytest.raises(SystemExit):
+        tune.main(["--moves", "down_tiles,gemv_stages"])
+    assert "unknown field(s) ['gemv_stages']" in capsys.readouterr().err
+
+
+def test_restricted_tuning_of_tile_fields_compiles_each_move_alone():
+    # gate_up x down moves would be ~1,000 combinations: each move alone, as an unrestricted run
+    base = policy.RouteDirectConfig(policy.Tile(16, 512, 8, 1), policy.Tile(16, 128, 4, 1))
+    cfgs = tune._configs_to_compile(base, "route_direct", "fp8_tensor", {"gate_up", "down"})
+    assert len(cfgs) == sum(f in ("gate_up", "down") for f, _ in tune.candidates("route_direct", "fp8_tensor"))

@@ -13,9 +13,9 @@ kept in their input precision: "w8a16" for FP8).  With one K split it applies Sw
 act [R, I] fp32; with several it writes raw partial sums [S, R, 2I] fp32 and the down kernel
 reduces them and applies SwiGLU as it reads them (the split reduction costs no launch).
 
-down + combine: one program per (token, tile of BLOCK_N rows of H) loads the rows of all the
-token's k experts at once, a [k, BLOCK_N, BLOCK_K] tile, and reduces over K, then over the
-routes with their weights: deterministic, no position map, no atomics.
+down + combine: one program per (token, TILES consecutive tiles of BLOCK_N rows of H) loads
+the rows of all the token's k experts at once, a [k, BLOCK_N, BLOCK_K] tile, and reduces over
+K, then over the routes with their weights: deterministic, no position map, no atomics.
 
 Block scales (W_SCALE == 2) need BLOCK_K to be a multiple of 128: products are summed per
 128-column group, scaled, then summed.
@@ -287,7 +287,7 @@ def _down_weights(w_ptr, e, held, t0, it, steps, offs_n, offs_k, H, I, stride_we
 
 
 @triton.jit
-def _down_step(act_ptr, w, r, held, row_ok, k0, offs_k, offs_g, s_base, ws_ptr, I, R, KP: tl.constexpr,
+def _down_step(act_ptr, w, r, held, row_ok, k0, offs_k, offs_g, s_base, I, R, KP: tl.constexpr,
                W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, BLOCK_N: tl.constexpr,
                BLOCK_K: tl.constexpr):
     """One K step of route_down_kernel: the token's per-route products [KP, BLOCK_N] of weight
@@ -317,7 +317,7 @@ def _down_tile_step(act_ptr, w, acc, it, steps, t0, r, held, e, t, offs_n, offs_
     n_ok = n < H
     k0 = (it % steps) * BLOCK_K
     s_base = ws_ptr + e[:, None] * stride_wse + (n // 128)[None, :] * stride_wsn
-    acc += _down_step(act_ptr, w, r, held, held[:, None] & n_ok[None, :], k0, offs_k, offs_g, s_base, ws_ptr, I, R,
+    acc += _down_step(act_ptr, w, r, held, held[:, None] & n_ok[None, :], k0, offs_k, offs_g, s_base, I, R,
                       KP, W_SCALE, SPLIT_K, ACTIVATION, BLOCK_N, BLOCK_K)
     if TILES > 1 and k0 + BLOCK_K >= I:
         _combine_token(acc, r, held, e, t, n, n_ok, ws_ptr, b_ptr, tw_ptr, shared_ptr, out_ptr, H, stride_s, stride_o,
