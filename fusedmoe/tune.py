@@ -81,10 +81,9 @@ def apply(cfg, field: str, value):
     """``cfg`` with one field replaced (grouped tiles swap A and B exactly below 64 rows, and
     promote FP8 sums at most every BLOCK_K columns; a route-direct tensor-core down takes
     down_tiles 1)."""
-    if isinstance(cfg, policy.RouteDirectConfig):
-        cfg = dataclasses.replace(cfg, **{field: value})
-        return dataclasses.replace(cfg, down_tiles=1) if cfg.down.swap_ab else cfg
     cfg = dataclasses.replace(cfg, **{field: value})
+    if isinstance(cfg, policy.RouteDirectConfig):
+        return dataclasses.replace(cfg, down_tiles=1) if cfg.down.swap_ab else cfg
     if isinstance(cfg, policy.GroupedConfig):
         cfg = dataclasses.replace(cfg, **{f: dataclasses.replace(getattr(cfg, f), swap_ab=cfg.block_m < 64)
                                           for f in ("gate_up", "down")})
@@ -178,11 +177,19 @@ def compile_cases(cases, path: str) -> list[tuple]:
     return [(s, f, path, m) for (s, f, _), m in first_m.items()]
 
 
+def _moves(path: str, fmt: str, fields: set[str] | None) -> list[tuple[str, object]]:
+    """The candidate moves of the fields a run tunes (``fields`` None: every field)."""
+    return [(f, v) for f, v in candidates(path, fmt) if fields is None or f in fields]
+
+
+MAX_COMBINATIONS = 64
+
+
 def _configs_to_compile(base, path: str, fmt: str, fields: set[str] | None) -> list:
     """Configs a tuning run from ``base`` will time: each move applied to base; for a
     restricted run (``fields``) with at most MAX_COMBINATIONS, every combination of its moves,
     which descent can reach (more, e.g. the tile fields: each move alone)."""
-    moves = [mv for mv in candidates(path, fmt) if fields is None or mv[0] in fields]
+    moves = _moves(path, fmt, fields)
     per_field = [[mv for mv in moves if mv[0] == f] for f in dict.fromkeys(f for f, _ in moves)]
     if fields is None or math.prod(len(p) for p in per_field) > MAX_COMBINATIONS:
         return [apply(base, f, v) for f, v in moves]
@@ -193,14 +200,6 @@ def _configs_to_compile(base, path: str, fmt: str, fields: set[str] | None) -> l
             cfg = apply(cfg, f, v)
         out.append(cfg)
     return list(dict.fromkeys(out))
-
-
-MAX_COMBINATIONS = 64
-
-
-def move_fields(path: str, fmt: str) -> set[str]:
-    """The fields the tuner moves for this path and format."""
-    return {f for f, _ in candidates(path, fmt)}
 
 
 def _precompile(job) -> None:
@@ -295,8 +294,7 @@ def run(shapes, formats, tokens, paths, budget_s: float, out_dir: Path, force: b
                     with open(log, "a") as f:
                         f.write(json.dumps(dict(case, config=_as_dict(cfg), us=us, error=err)) + "\n")
 
-            moves = [(f, v) for f, v in candidates(path, fmt) if fields is None or f in fields]
-            best, t_best, t_start = descend(start, moves, fmt, path, timer, deadline, record)
+            best, t_best, t_start = descend(start, _moves(path, fmt, fields), fmt, path, timer, deadline, record)
             key = (shape.num_local_experts, shape.top_k, shape.hidden_size, shape.intermediate_size, fmt, m)
             doc["entries"] = [e for e in doc["entries"] if _entry_key(e) != key] + [dict(
                 num_experts=key[0], top_k=key[1], hidden=key[2], inter=key[3], format=fmt, tokens=m,
@@ -332,7 +330,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--moves", help="comma-separated fields to move (e.g. down_tiles); default all")
     args = ap.parse_args(argv)
     fields = set(args.moves.split(",")) if args.moves else None
-    known = set().union(*(move_fields(p, f) for p in ("route_direct", "grouped") for f in FORMATS))
+    known = {f for p in ("route_direct", "grouped") for fmt in FORMATS for f, _ in candidates(p, fmt)}
     if fields is not None and not fields <= known:
         ap.error(f"--moves: unknown field(s) {sorted(fields - known)}; expected some of {sorted(known)}")
     if not torch.cuda.is_available():
