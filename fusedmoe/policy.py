@@ -48,8 +48,11 @@ class GroupedConfig:
     programs walk together per weight tile (L2 reuse when an expert has several blocks).
     fp8_promote_k (FP8 weights; 32, 64 or 128, at most each tile's BLOCK_K): the FP8 MMA sums
     are added into the fp32 accumulator every fp8_promote_k columns.  Fewer promotions run
-    faster and round more; ``grouped_promote_k`` picks it from M.  Not a tuner move (its
-    accuracy gate is 1%)."""
+    faster and round more; ``grouped_promote_k`` picks it from M.  0 never promotes (the
+    tensor core's own accumulation, about 14 significant bits, as vLLM's FP8 kernel runs): an
+    opt-in only, never picked by the policy.  Promotion matters only where a K step's sum
+    goes on unscaled (fp8_tensor's gate/up): steps with their own scales start a fresh sum.
+    Not a tuner move (its accuracy gate is 1%)."""
 
     block_m: int
     gate_up: Tile
@@ -246,7 +249,7 @@ def legal(path: str, cfg: GroupedConfig | RouteDirectConfig, fmt: str) -> bool:
         # FP8: one scale per K step (BLOCK_K divides 128), and an e4m3 MMA needs K >= 32
         scaled_ok = fmt not in FP8_FORMATS or (cfg.gate_up.block_n == 128
                                                and all(128 % t.block_k == 0 and t.block_k >= 32 for t in tiles))
-        promote_ok = cfg.fp8_promote_k in (32, 64, 128) and (
+        promote_ok = cfg.fp8_promote_k == 0 or cfg.fp8_promote_k in (32, 64, 128) and (
             fmt not in FP8_FORMATS or all(t.block_k >= cfg.fp8_promote_k for t in tiles))
         return (pow2 and scaled_ok and promote_ok and cfg.block_m >= 16
                 and all(t.block_k >= 16 and t.block_n >= 16 for t in tiles)

@@ -296,9 +296,7 @@ def run(shapes, formats, tokens, paths, budget_s: float, out_dir: Path, force: b
 
             best, t_best, t_start = descend(start, _moves(path, fmt, fields), fmt, path, timer, deadline, record)
             key = (shape.num_local_experts, shape.top_k, shape.hidden_size, shape.intermediate_size, fmt, m)
-            doc["entries"] = [e for e in doc["entries"] if _entry_key(e) != key] + [dict(
-                num_experts=key[0], top_k=key[1], hidden=key[2], inter=key[3], format=fmt, tokens=m,
-                config=_as_dict(best), us=round(t_best, 2), start_us=round(t_start, 2))]
+            doc["entries"] = updated_entries(doc["entries"], key, path, best, t_best, t_start)
             table_file.parent.mkdir(parents=True, exist_ok=True)
             table_file.write_text(json.dumps(doc, indent=1) + "\n")
             written += 1
@@ -306,6 +304,19 @@ def run(shapes, formats, tokens, paths, budget_s: float, out_dir: Path, force: b
     policy.load_table.cache_clear()
     policy.select_config.cache_clear()
     return written
+
+
+def updated_entries(entries: list[dict], key: tuple, path: str, best, t_best: float, t_start: float) -> list[dict]:
+    """The table's entries with the case ``key`` (E, top_k, H, I, format, M) set to ``best``.
+    An entry that already holds ``best`` is kept whole (its fields and figures from the run
+    that found it): a restricted A/B that moved nothing leaves the table as it was."""
+    old = [e for e in entries if _entry_key(e) == key]
+    if old and policy._from_dict(path, old[-1]["config"]) == best:
+        return entries
+    num_experts, top_k, hidden, inter, fmt, m = key
+    return [e for e in entries if _entry_key(e) != key] + [dict(
+        num_experts=num_experts, top_k=top_k, hidden=hidden, inter=inter, format=fmt, tokens=m,
+        config=_as_dict(best), us=round(t_best, 2), start_us=round(t_start, 2))]
 
 
 def _as_dict(cfg) -> dict:

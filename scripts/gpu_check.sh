@@ -9,8 +9,9 @@
 #   tests     the test suite on CUDA
 #   memcheck  compute-sanitizer memcheck on small ragged cases, every path and format
 #   swiglu    fused SwiGLU + FP8 quantisation against the separate kernels
-#   kernels   per-kernel device time of one decode call (M 1, 8) against the floor and the graph time
-#   promote   grouped FP8 with MMA sums promoted every 32 / 64 / 128 columns: time and rel-L2
+#   kernels   per-kernel device time of one call (KERNEL_TOKENS 1,8; KERNEL_FORMATS) against the floor and the graph time
+#   promote   grouped FP8 with MMA sums promoted every 32 / 64 / 128 columns or never (PROMOTE_VARIANTS, _SHAPES,
+#             _FORMATS, _TOKENS): time and rel-L2
 #   plan      route-plan time over routes x experts (target <= 3 us up to 2048 x 512)
 #   planpar   the one-program plan forced and the three-launch plan forced, 512..65536 routes
 #   decode    fusedmoe bench, M 1..16, auto and both paths forced
@@ -49,8 +50,11 @@ for step in $steps; do
     memcheck) run memcheck env PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --tool memcheck \
                 --error-exitcode 9 python -m fusedmoe check sanitize ;;
     swiglu)   run swiglu python -m fusedmoe.bench.swiglu_quant --out "$out" ;;
-    kernels)  run kernels python -m fusedmoe.bench.kernels --tokens 1,8 --out "$out" ;;
-    promote)  run promote python scripts/promote_probe.py --out "$out" ;;
+    kernels)  run kernels python -m fusedmoe.bench.kernels --tokens "${KERNEL_TOKENS:-1,8}" \
+                --formats "${KERNEL_FORMATS:-bf16,fp8_tensor,fp8_block}" --out "$out" ;;
+    promote)  run promote python scripts/promote_probe.py --out "$out" ${PROMOTE_SHAPES:+--shape "$PROMOTE_SHAPES"} \
+                ${PROMOTE_FORMATS:+--formats "$PROMOTE_FORMATS"} ${PROMOTE_TOKENS:+--tokens "$PROMOTE_TOKENS"} \
+                ${PROMOTE_VARIANTS:+--variants "$PROMOTE_VARIANTS"} ;;
     plan)     run plan python -m fusedmoe.bench.plan --out "$out" ;;
     planpar)  run plan_single python -m fusedmoe.bench.plan --routes 512,768,1024,2048 --experts 64,512 --path single
               run plan_parallel python -m fusedmoe.bench.plan --routes 512,768,1024,2048,16384,65536 --experts 64,512 \

@@ -1,12 +1,14 @@
 """Graph-timed grouped FP8 calls with the MMA sums promoted to fp32 every 32, 64 and 128
-columns (``GroupedConfig.fp8_promote_k``), each with its rel-L2 against the float64
+columns or never (``GroupedConfig.fp8_promote_k`` 0), each with its rel-L2 against the float64
 reference (the tuner's case timer checks and keeps it), so that the speed and the accuracy
 of fewer promotions are read side by side.
 
     python scripts/promote_probe.py [--shape qwen3_30b_a3b,deepseek_v3_tp8] [--formats fp8_tensor,fp8_block]
-                                    [--tokens 512,2048,8192] [--out DIR]
+                                    [--tokens 512,2048,8192] [--variants 32,64,128,0/128] [--out DIR]
 
-Each case starts from the config fused_moe would run (tuned table or heuristic).  The bar
+Each case starts from the config fused_moe would run (tuned table or heuristic); a variant
+"P" sets the promotion interval P, "P/B" also BLOCK_M B (0: never promote, which lets an FP8
+gate/up tile of 128 rows hold its accumulators without spilling).  The bar
 for a default is rel-L2 <= 0.5% in every case of ``fusedmoe check accuracy`` (its
 grouped_promote32/64 variants beside the rule's choice); this script adds the time.
 """
@@ -24,7 +26,7 @@ import torch
 from fusedmoe import policy
 from fusedmoe._runtime import device_name, num_sms
 from fusedmoe.shapes import get_shape
-from fusedmoe.tune import _case_timer
+from fusedmoe.tune import _case_timer, apply
 
 
 def main(argv: list[str]) -> int:
@@ -32,6 +34,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--shape", default="qwen3_30b_a3b,deepseek_v3_tp8,mixtral_8x7b_tp2")
     ap.add_argument("--formats", default="fp8_tensor,fp8_block")
     ap.add_argument("--tokens", default="512,2048,8192")
+    ap.add_argument("--variants", default="32,64,128", help="promotion intervals, 'P/B' with BLOCK_M B")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     dev = torch.device("cuda")
@@ -42,18 +45,24 @@ def main(argv: list[str]) -> int:
             for m in map(int, args.tokens.split(",")):
                 base = policy.select_config("grouped", m, shape.top_k, shape.num_local_experts, shape.hidden_size,
                                             shape.intermediate_size, fmt, device_name(dev), num_sms(dev))
-                configs = [dataclasses.replace(base, fp8_promote_k=k) for k in (32, 64, 128)]
+                configs = []
+                for v in args.variants.split(","):
+                    promote, _, bm = v.partition("/")
+                    cfg = dataclasses.replace(base, fp8_promote_k=int(promote))
+                    configs.append(apply(cfg, "block_m", int(bm)) if bm else cfg)
                 errors: dict = {}
                 timer = _case_timer(shape, fmt, "grouped", m, dev, errors)
                 for cfg in filter(lambda c: policy.legal("grouped", c, fmt), configs):
                     try:
                         us = round(timer(cfg), 1)
-                    except RuntimeError:  # over the tuner's 1% bound: reported, not timed
+                    except RuntimeError as e:  # over the tuner's 1% bound (or no graph): reported, not timed
+                        print(f"  {e}", flush=True)
                         us = None
-                    rows.append(dict(shape=name, format=fmt, m=m, promote_k=cfg.fp8_promote_k, us=us,
-                                     rel_l2=errors[cfg]))
-                    print(f"{name} {fmt} M={m} promote {cfg.fp8_promote_k:3d}: {us} us, "
-                          f"rel-L2 {errors[cfg] * 100:.3f}%", flush=True)
+                    rows.append(dict(shape=name, format=fmt, m=m, promote_k=cfg.fp8_promote_k, block_m=cfg.block_m,
+                                     us=us, rel_l2=errors.get(cfg)))
+                    err = f"{errors[cfg] * 100:.3f}%" if cfg in errors else "-"
+                    print(f"{name} {fmt} M={m} promote {cfg.fp8_promote_k:3d} BLOCK_M {cfg.block_m:3d}: {us} us, "
+                          f"rel-L2 {err}", flush=True)
                 del timer
                 torch.cuda.empty_cache()
     if args.out:

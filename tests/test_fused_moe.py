@@ -318,9 +318,9 @@ def test_route_direct_pdl_is_bitwise_the_plain_launches(fmt, tensor_cores, i, de
 
 
 @pytest.mark.parametrize("fmt", ["fp8_tensor", "fp8_block"])
-@pytest.mark.parametrize("promote_k", [64, 128])
+@pytest.mark.parametrize("promote_k", [0, 64, 128])
 def test_grouped_fp8_promotion_intervals(fmt, promote_k, device):
-    # The promotion interval changes only how the MMA rounds (on sm_90); the layer is the same.
+    # The promotion interval (0: never) changes only how the MMA rounds (on sm_90); the layer is the same.
     weights, x, tw, ids = make_layer(37, 8, 2, 300, 136, fmt, device)
     base = policy.grouped_config(37, 2, 8, 300, 136, fmt)
     run_and_check(weights, x, tw, ids, "grouped", config=dataclasses.replace(base, fp8_promote_k=promote_k))

@@ -106,7 +106,7 @@ def test_descend_finds_the_minimum_and_skips_failures():
 
 def test_fp8_promotion_interval_is_legal_up_to_the_k_step():
     cfg = policy.grouped_config(64, 8, 128, 2048, 768, "fp8_tensor")  # BLOCK_K 128
-    for k, ok in ((32, True), (64, True), (128, True), (256, False), (48, False)):
+    for k, ok in ((0, True), (32, True), (64, True), (128, True), (256, False), (48, False)):
         assert policy.legal("grouped", dataclasses.replace(cfg, fp8_promote_k=k), "fp8_tensor") == ok
     k64 = dataclasses.replace(cfg, down=dataclasses.replace(cfg.down, block_k=64), fp8_promote_k=128)
     assert not policy.legal("grouped", k64, "fp8_block")
@@ -265,3 +265,19 @@ def test_restricted_tuning_of_tile_fields_compiles_each_move_alone():
     base = policy.RouteDirectConfig(policy.Tile(16, 512, 8, 1), policy.Tile(16, 128, 4, 1))
     cfgs = tune._configs_to_compile(base, "route_direct", "fp8_tensor", {"gate_up", "down"})
     assert len(cfgs) == sum(f in ("gate_up", "down") for f, _ in tune.candidates("route_direct", "fp8_tensor"))
+
+
+def test_tuner_keeps_an_entry_it_did_not_improve():
+    # A restricted A/B that found nothing faster leaves the entry (and its extra fields) alone.
+    cfg = policy.RouteDirectConfig(policy.Tile(16, 512, 8, 1), policy.Tile(16, 128, 4, 1), pdl=True)
+    key = (128, 8, 2048, 768, "fp8_tensor", 1)
+    entry = dict(num_experts=128, top_k=8, hidden=2048, inter=768, format="fp8_tensor", tokens=1,
+                 config=dataclasses.asdict(cfg), us=14.75, start_us=16.0, note="kept")
+    other = dict(entry, tokens=2, us=20.0)
+    assert tune.updated_entries([entry, other], key, "route_direct", cfg, 15.1, 15.1) == [entry, other]
+    faster = dataclasses.replace(cfg, down_tiles=2)
+    new = tune.updated_entries([entry, other], key, "route_direct", faster, 14.0, 15.1)
+    assert new[0] == other and new[1]["config"] == dataclasses.asdict(faster)
+    assert (new[1]["us"], new[1]["start_us"]) == (14.0, 15.1) and "note" not in new[1]
+    fresh = tune.updated_entries([other], key, "route_direct", cfg, 15.1, 15.1)
+    assert fresh[0] == other and fresh[1]["tokens"] == 1 and fresh[1]["config"] == dataclasses.asdict(cfg)

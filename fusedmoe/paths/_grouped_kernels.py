@@ -27,6 +27,8 @@ from .._epilogue_kernels import glu, quantize_group
 # FP8 missed rel-L2 0.5% (0.54-0.60% on the H200); with a fresh sum per 64 it reached 0.45% at
 # most.  The launcher always passes GroupedConfig.fp8_promote_k (policy.grouped_promote_k:
 # 64 below M=512, 128 from it); this default, 32, is what a direct compile (compile_check) gets.
+# PROMOTE_K = 0 never promotes: Triton's own sm_90 default (max_num_imprecise_acc 2^30), the
+# accumulation vLLM's FP8 kernel runs with; an opt-in that trades accuracy for time at large M.
 FP8_PROMOTE_K = tl.constexpr(32)
 ROW_SCALED = tl.constexpr(2)  # A_SCALED of the gate/up kernel: one activation scale per row
 
@@ -37,21 +39,21 @@ def _accumulate(acc, a, w, sa, sw, A_SCALED: tl.constexpr, W_SCALE: tl.constexpr
     """acc + a . w^T ([BLOCK_M, N]; its transpose with SWAP_AB) for one K step, with the step's
     scales: sa per A row (A_SCALED), sw per W row or one for the tile (W_SCALE == 2).  Scaled
     steps start a fresh MMA accumulator; FP8 products are promoted to fp32 every PROMOTE_K
-    columns (16-bit operands ignore the limit)."""
+    columns, never with PROMOTE_K == 0 (16-bit operands ignore the limit)."""
     if A_SCALED or W_SCALE == 2:
         if SWAP_AB:
-            part = tl.dot(w, tl.trans(a), max_num_imprecise_acc=PROMOTE_K)
+            part = tl.dot(w, tl.trans(a), max_num_imprecise_acc=PROMOTE_K if PROMOTE_K > 0 else None)
         else:
-            part = tl.dot(a, tl.trans(w), max_num_imprecise_acc=PROMOTE_K)
+            part = tl.dot(a, tl.trans(w), max_num_imprecise_acc=PROMOTE_K if PROMOTE_K > 0 else None)
         if A_SCALED:
             part = part * (sa[None, :] if SWAP_AB else sa[:, None])
         if W_SCALE == 2:
             part = part * (sw[:, None] if SWAP_AB else sw[None, :])
         acc = acc + part
     elif SWAP_AB:
-        acc = tl.dot(w, tl.trans(a), acc, max_num_imprecise_acc=PROMOTE_K)
+        acc = tl.dot(w, tl.trans(a), acc, max_num_imprecise_acc=PROMOTE_K if PROMOTE_K > 0 else None)
     else:
-        acc = tl.dot(a, tl.trans(w), acc, max_num_imprecise_acc=PROMOTE_K)
+        acc = tl.dot(a, tl.trans(w), acc, max_num_imprecise_acc=PROMOTE_K if PROMOTE_K > 0 else None)
     return acc
 
 
