@@ -252,6 +252,11 @@ def test_fp8_block_dispatch_limit_sits_below_fp8_tensor():
     assert policy.choose_path(4, 2, 8, 4096, 7168, "fp8_tensor", 132) == "route_direct"
     assert policy.choose_path(4, 2, 8, 4096, 7168, "fp8_block", 132) == "grouped"
     assert policy.choose_path(2, 2, 8, 4096, 7168, "fp8_block", 132) == "route_direct"
+    # FP8 at 8 < M <= 16: a large layer (DeepSeek-V3 untouched by TP) goes grouped, its TP8 slice does not
+    assert policy.choose_path(16, 8, 256, 7168, 2048, "fp8_tensor", 132) == "grouped"
+    assert policy.choose_path(8, 8, 256, 7168, 2048, "fp8_tensor", 132) == "route_direct"
+    assert policy.choose_path(16, 8, 256, 7168, 256, "fp8_tensor", 132) == "route_direct"
+    assert policy.choose_path(16, 8, 256, 7168, 2048, "bf16", 132) == "route_direct"
 
 
 def test_tune_rejects_unknown_move_fields(capsys):
