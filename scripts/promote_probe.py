@@ -8,7 +8,8 @@ of fewer promotions are read side by side.
 
 Each case starts from the config fused_moe would run (tuned table or heuristic); a variant
 "P" sets the promotion interval P, "P/B" also BLOCK_M B (0: never promote, which lets an FP8
-gate/up tile of 128 rows hold its accumulators without spilling).  The bar
+gate/up tile of 128 rows hold its accumulators without spilling), "P/B/N" also the gate/up
+BLOCK_N N ("128//64": the entry's BLOCK_M, gate/up tiles of 64 with their own requantisation).  The bar
 for a default is rel-L2 <= 0.5% in every case of ``fusedmoe check accuracy`` (its
 grouped_promote32/64 variants beside the rule's choice); this script adds the time.
 """
@@ -34,7 +35,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--shape", default="qwen3_30b_a3b,deepseek_v3_tp8,mixtral_8x7b_tp2")
     ap.add_argument("--formats", default="fp8_tensor,fp8_block")
     ap.add_argument("--tokens", default="512,2048,8192")
-    ap.add_argument("--variants", default="32,64,128", help="promotion intervals, 'P/B' with BLOCK_M B")
+    ap.add_argument("--variants", default="32,64,128",
+                    help="promotion intervals, 'P/B' with BLOCK_M B, 'P/B/N' also gate/up BLOCK_N N")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     dev = torch.device("cuda")
@@ -47,9 +49,11 @@ def main(argv: list[str]) -> int:
                                             shape.intermediate_size, fmt, device_name(dev), num_sms(dev))
                 configs = []
                 for v in args.variants.split(","):
-                    promote, _, bm = v.partition("/")
+                    promote, bm, gate_n = (v.split("/") + ["", ""])[:3]
                     cfg = dataclasses.replace(base, fp8_promote_k=int(promote))
-                    configs.append(apply(cfg, "block_m", int(bm)) if bm else cfg)
+                    cfg = apply(cfg, "block_m", int(bm)) if bm else cfg
+                    configs.append(apply(cfg, "gate_up", dataclasses.replace(cfg.gate_up, block_n=int(gate_n)))
+                                   if gate_n else cfg)
                 errors: dict = {}
                 timer = _case_timer(shape, fmt, "grouped", m, dev, errors)
                 for cfg in filter(lambda c: policy.legal("grouped", c, fmt), configs):
@@ -59,9 +63,11 @@ def main(argv: list[str]) -> int:
                         print(f"  {e}", flush=True)
                         us = None
                     rows.append(dict(shape=name, format=fmt, m=m, promote_k=cfg.fp8_promote_k, block_m=cfg.block_m,
+                                     gate_up_n=cfg.gate_up.block_n,
                                      us=us, rel_l2=errors.get(cfg)))
                     err = f"{errors[cfg] * 100:.3f}%" if cfg in errors else "-"
-                    print(f"{name} {fmt} M={m} promote {cfg.fp8_promote_k:3d} BLOCK_M {cfg.block_m:3d}: {us} us, "
+                    print(f"{name} {fmt} M={m} promote {cfg.fp8_promote_k:3d} BLOCK_M {cfg.block_m:3d} "
+                          f"gate/up {cfg.gate_up.block_n}: {us} us, "
                           f"rel-L2 {err}", flush=True)
                 del timer
                 torch.cuda.empty_cache()

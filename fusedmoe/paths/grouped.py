@@ -2,7 +2,8 @@
 live block and N tile, SwiGLU (+ FP8 requantisation) fused into the gate/up epilogue, a
 deterministic top-k combine.
 
-Launches: [FP8: quantise x] + plan + gate/up + down + combine.
+Launches: [FP8: quantise x] + plan + gate/up + [FP8 with 64-wide gate/up tiles: requantise] +
+down + combine.
 Activations: FP8 formats quantise x to e4m3, fp8_tensor per row and fp8_block per row per 128
 columns (``quant.x_group``), and the SwiGLU output per row per 128 columns
 (``quantize_activations=True`` in the reference); bf16/fp16 keep them in the input dtype.
@@ -30,10 +31,19 @@ def uses_no_permute(num_routes: int, num_local_experts: int) -> bool:
     return num_routes * 4 <= num_local_experts
 
 
-def kernel_launches(m: int, top_k: int, weights: ExpertWeights) -> int:
-    """Launches of one call: [quantise x] + the plan's + gate/up + down + combine."""
+def splits_quantisation(weights: ExpertWeights, config: GroupedConfig | None) -> bool:
+    """Whether the SwiGLU output is requantised by a launch of its own: FP8 gate/up tiles
+    narrower than one 128-column group (BLOCK_N 64: half the registers, two CTAs per SM on
+    sm_90) write it in fp32, and ``quantize_rows`` makes the e4m3 rows and scales that the
+    fused epilogue would have (bitwise: the same fp32 values, the same rounding)."""
+    return weights.is_fp8 and config is not None and config.gate_up.block_n < quant.GROUP
+
+
+def kernel_launches(m: int, top_k: int, weights: ExpertWeights, config: GroupedConfig | None = None) -> int:
+    """Launches of one call: [quantise x] + the plan's + gate/up + [requantise] + down + combine."""
     routes, e_local = m * top_k, weights.num_experts
-    return int(weights.is_fp8) + plan_launches(routes, e_local, no_permute=uses_no_permute(routes, e_local)) + 3
+    return (int(weights.is_fp8) + plan_launches(routes, e_local, no_permute=uses_no_permute(routes, e_local)) + 3
+            + int(splits_quantisation(weights, config)))
 
 
 def grouped_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Tensor, topk_ids: torch.Tensor,
@@ -52,10 +62,11 @@ def grouped_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Ten
     max_blocks = plan.block_expert.numel()
 
     row_scaled = quant.x_row_scaled(weights.format)
+    split = splits_quantisation(weights, config)
     if fp8:
         a1, a1_s = quantize_rows(x, whole_rows=row_scaled)
-        act = torch.empty(m * k, inter, dtype=quant.FP8_DTYPE, device=dev)
-        act_s = torch.empty(m * k, cdiv(inter, quant.GROUP), dtype=torch.float32, device=dev)
+        act = torch.empty(m * k, inter, dtype=torch.float32 if split else quant.FP8_DTYPE, device=dev)
+        act_s = act if split else torch.empty(m * k, cdiv(inter, quant.GROUP), dtype=torch.float32, device=dev)
     else:
         a1, a1_s = x, x
         act = torch.empty(m * k, inter, dtype=x.dtype, device=dev)
@@ -68,11 +79,14 @@ def grouped_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Ten
         plan.sorted_routes, plan.block_expert, plan.num_blocks, act, act_s,
         hidden, inter, k, a1.stride(0), a1_s.stride(0), weights.w13.stride(0), weights.w13.stride(1), se13, sn13,
         act.stride(0), act_s.stride(0),
-        A_SCALED=ROW_SCALED.value if row_scaled else int(fp8), W_SCALE=mode, QUANT_OUT=fp8, SWAP_AB=gu.swap_ab,
+        A_SCALED=ROW_SCALED.value if row_scaled else int(fp8), W_SCALE=mode, QUANT_OUT=fp8 and not split,
+        SWAP_AB=gu.swap_ab,
         ACTIVATION=ACTIVATIONS[activation],
         HAS_BIAS=weights.w13_bias is not None, BLOCK_M=bm, BLOCK_N=gu.block_n, BLOCK_K=gu.block_k,
         GROUP_M=config.group_m, PROMOTE_K=config.fp8_promote_k,
         num_warps=gu.num_warps, num_stages=gu.num_stages)
+    if split:  # rows of routes not held hold garbage here, as in the fused form; down never reads them
+        act, act_s = quantize_rows(act)
     ws2, se2, sn2, mode = scale_args(weights, weights.w2_scale, x)
     grouped_down_kernel[(max_blocks * cdiv(hidden, dn.block_n),)](
         act, act_s, weights.w2, ws2, optional_ptr(weights.w2_bias, x),
