@@ -34,11 +34,11 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def _bias(b: torch.Tensor | None) -> torch.Tensor | None:
+def _bias(name: str, b: torch.Tensor | None) -> torch.Tensor | None:
     """Biases are kept in fp32, contiguous (checked for shape in _validated)."""
     if b is None:
         return None
-    check_tensor("bias", b, dtypes=(torch.float32, torch.float64, torch.bfloat16, torch.float16), ndim=2)
+    check_tensor(name, b, dtypes=(torch.float32, torch.float64, torch.bfloat16, torch.float16), ndim=2)
     return b.to(torch.float32).contiguous()
 
 
@@ -72,7 +72,10 @@ class ExpertWeights:
             if w13_bias is not None:
                 check_tensor("w13_bias", w13_bias, ndim=2)
                 w13_bias = torch.cat([w13_bias[:, 0::2], w13_bias[:, 1::2]], dim=1)
-        biases = dict(w13_bias=_bias(w13_bias), w2_bias=_bias(w2_bias))
+        for name, w in (("w13", w13), ("w2", w2)):
+            if not w.numel():  # before quantising: an empty expert has no amax
+                raise ValueError(f"{name}: expected no zero-sized dimension, got shape {tuple(w.shape)}")
+        biases = dict(w13_bias=_bias("w13_bias", w13_bias), w2_bias=_bias("w2_bias", w2_bias))
         if format in _PLAIN_DTYPE:
             dt = _PLAIN_DTYPE[format]
             return cls(format, w13.to(dt).contiguous(), w2.to(dt).contiguous(), **biases)._validated()
@@ -93,7 +96,8 @@ class ExpertWeights:
                        w13_bias: torch.Tensor | None = None, w2_bias: torch.Tensor | None = None) -> "ExpertWeights":
         """Wrap already-quantised tensors (what a checkpoint holds), checking every shape and dtype."""
         check_choice("format", format, FORMATS)
-        return cls(format, w13, w2, w13_scale, w2_scale, _bias(w13_bias), _bias(w2_bias))._validated()
+        return cls(format, w13, w2, w13_scale, w2_scale, _bias("w13_bias", w13_bias),
+                   _bias("w2_bias", w2_bias))._validated()
 
     def _validated(self) -> "ExpertWeights":
         fmt = self.format

@@ -83,6 +83,27 @@ def test_weights_validation(device):
         ExpertWeights.from_quantized("fp8_tensor", q.w13.float(), q.w2, q.w13_scale, q.w2_scale)
     with pytest.raises(ValueError, match="takes no scales"):
         ExpertWeights.from_quantized("fp16", w13.half(), w2.half(), torch.ones(2, device=device), None)
+    for fmt in ("fp16", "fp8_tensor", "fp8_block"):  # an empty expert, before any quantisation
+        with pytest.raises(ValueError, match="w13: expected no zero-sized"):
+            ExpertWeights.from_dense(w13[:, :0], w2[:, :, :0], fmt)
+    with pytest.raises(ValueError, match="w2_bias: expected a 2-D"):
+        ExpertWeights.from_dense(w13, w2, "fp16", w2_bias=torch.zeros(32, device=device))
+
+
+def test_global_expert_ids_beyond_the_plan_limit(device):
+    # Expert parallelism over a huge global id space: the plan limits local experts, not
+    # global ids, and int32 ids meet a global count beyond int32 without wrapping.
+    w = ExpertWeights.from_dense(torch.randn(4, 64, 32, device=device), torch.randn(4, 32, 32, device=device), "fp16")
+    x = torch.randn(5, 32, device=device).half()
+    ids = torch.randint(0, 4, (5, 2), device=device, dtype=torch.int32)
+    tw = torch.rand(5, 2, device=device)
+    for path in ("grouped", "route_direct"):
+        got = fused_moe(x, w, tw, (ids + 70000).long(), expert_offset=70000, path=path)
+        assert torch.equal(got, fused_moe(x, w, tw, ids, path=path))
+    plain = fused_moe(x, w, tw, ids, path="route_direct")
+    assert torch.equal(fused_moe(x, w, tw, ids, num_experts=2 ** 31, path="route_direct"), plain)
+    with pytest.raises(ValueError, match="topk_ids: expected ids in"):
+        fused_moe(x, w, tw, ids - 5, num_experts=2 ** 31, path="route_direct")  # every id below -1
 
 
 def test_mixed_plain_dtypes_rejected(layer):
