@@ -5,7 +5,7 @@
 (act = SiLU by default; per-expert biases, when the weights carry them, are added to Gate/Up
 and Down.)  Paths (each computes the same function; ``path=`` forces one):
     "route_direct"  decode: no plan, a GEMV per route, down + combine per token (2 launches).
-    "grouped"       routes sorted into expert blocks, tensor-core GEMMs over the plan (4-5 launches).
+    "grouped"       routes sorted into expert blocks, tensor-core GEMMs over the plan (4-8 launches).
 The op is registered as ``fusedmoe::fused_moe`` for torch.compile.
 """
 

@@ -181,7 +181,7 @@ def _check_block_m(block_m: object) -> int:
 def _check_args(topk_ids, num_experts, block_m, expert_offset, num_local_experts, no_permute):
     """Validate the arguments of build_plan / reference_plan; return (R, E_local, P, NB)."""
     check_tensor("topk_ids", topk_ids, dtypes=ID_DTYPES, ndim=2)
-    check_int("num_experts", num_experts, lo=1, hi=_INT32_LIMIT)  # global ids; the plan holds local ones
+    check_int("num_experts", num_experts, lo=1)  # global ids: the plan holds local ones
     _check_block_m(block_m)
     check_int("expert_offset", expert_offset, lo=0, hi=num_experts - 1)
     if num_local_experts is None:

@@ -218,13 +218,14 @@ def routes_per_active_expert(m: int, top_k: int, num_experts: int) -> float:
 #   fifth session measured it both ways (146.9 vs 145.4; 140.4 vs 163.0 with a PDL entry since
 #   reverted): its limit sits at 1.4.
 # - FP8 at 8 < M <= 16 on a large layer: DeepSeek-V3 (untouched by TP, 44 MB per FP8 expert)
-#   fp8_tensor M=16 (1.27) ran route-direct at 1201-1543 us against grouped's 1054 (99.8% of
-#   the floor), where M=8 (1.11) still went route-direct's way, 622 against 670
+#   fp8_tensor M=16 (1.26) ran route-direct at 1201-1543 us against grouped's 1054 (99.8% of
+#   the floor), where M=8 (1.11) still went route-direct's way, 624.9 against 670.3
 #   (2026-11-30-s7/deepseek_v3_m8_32).  There grouped's fixed costs (~10 us) are under 1%
 #   of the layer and route-direct's re-streamed experts are not: above ROUTE_DIRECT_MAX_BYTES
-#   of active weights, M > 8 goes to grouped.  The TP8 shapes above that won route-direct at
-#   M=16 held 0.22-0.56 GB of active FP8 weights, DeepSeek-V3 M=16 holds 4.5 GB; the bound
-#   sits near their geometric mean (no layer between them has been measured).
+#   of active weights, M > 8 goes to grouped.  The PEERS slices above that won route-direct at
+#   M=16 (GPT-OSS TP4, DeepSeek-V3 TP8) held 0.32-0.56 GB of active FP8 weights (Hunyuan TP8,
+#   0.22 GB, tied); DeepSeek-V3 M=16 holds 4.5 GB.  The bound sits between, near the geometric
+#   mean (no layer between them has been measured).
 ROUTE_DIRECT_MAX_TOKENS = 16
 ROUTE_DIRECT_MAX_SHARING = {"16bit": (2.0, 1.3), "fp8": (1.6, 1.4), "fp8_block": (1.4, 1.4)}  # (M <= 8, 8 < M <= 16)
 ROUTE_DIRECT_MAX_BYTES = 1.5e9  # FP8 active weight bytes at 8 < M <= 16

@@ -311,8 +311,12 @@ def updated_entries(entries: list[dict], key: tuple, path: str, best, t_best: fl
     An entry that already holds ``best`` is kept whole (its fields and figures from the run
     that found it): a restricted A/B that moved nothing leaves the table as it was."""
     old = [e for e in entries if _entry_key(e) == key]
-    if old and policy._from_dict(path, old[-1]["config"]) == best:
-        return entries
+    if old:
+        kept = policy._from_dict(path, old[-1]["config"])
+        if path == "grouped" and "fp8_promote_k" not in old[-1]["config"]:  # served with the rule's interval
+            kept = dataclasses.replace(kept, fp8_promote_k=best.fp8_promote_k)
+        if kept == best:
+            return entries
     num_experts, top_k, hidden, inter, fmt, m = key
     return [e for e in entries if _entry_key(e) != key] + [dict(
         num_experts=num_experts, top_k=top_k, hidden=hidden, inter=inter, format=fmt, tokens=m,

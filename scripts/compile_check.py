@@ -80,6 +80,8 @@ CASES = [
      grouped(64, 64, 128, False, 2, 1, QUANT_OUT=False, ACTIVATION=0, PROMOTE_K=128), 8, True),
     ("grouped_gate_up fp8_block 64 wide, fp32 out", grouped_gate_up_kernel, dict(GATE_UP_FP8, act_ptr="*fp32"),
      grouped(64, 64, 128, False, True, 2, QUANT_OUT=False, ACTIVATION=0, PROMOTE_K=128), 8, True),
+    ("grouped_gate_up fp8_block 64 wide swap-AB M32, fp32 out", grouped_gate_up_kernel,
+     dict(GATE_UP_FP8, act_ptr="*fp32"), grouped(32, 64, 128, True, True, 2, QUANT_OUT=False, ACTIVATION=0), 4, True),
     ("grouped_down bf16 group8", grouped_down_kernel, DOWN_BF16, grouped(64, 128, 64, False, False, 0, GROUP_M=8), 8,
      True),
     ("grouped_down bf16 swap-AB M16", grouped_down_kernel, DOWN_BF16, grouped(16, 128, 64, True, False, 0), 4, True),

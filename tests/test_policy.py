@@ -286,3 +286,8 @@ def test_tuner_keeps_an_entry_it_did_not_improve():
     assert (new[1]["us"], new[1]["start_us"]) == (14.0, 15.1) and "note" not in new[1]
     fresh = tune.updated_entries([other], key, "route_direct", cfg, 15.1, 15.1)
     assert fresh[0] == other and fresh[1]["tokens"] == 1 and fresh[1]["config"] == dataclasses.asdict(cfg)
+    # a grouped entry written before fp8_promote_k existed serves the rule's interval: unchanged too
+    grouped = policy.grouped_config(4096, 8, 128, 2048, 768, "fp8_tensor")
+    old = dict(entry, tokens=4096, config={k: v for k, v in dataclasses.asdict(grouped).items() if k != "fp8_promote_k"})
+    gkey = (128, 8, 2048, 768, "fp8_tensor", 4096)
+    assert tune.updated_entries([old], gkey, "grouped", grouped, 900.0, 900.0) == [old]

@@ -100,10 +100,11 @@ def test_global_expert_ids_beyond_the_plan_limit(device):
     for path in ("grouped", "route_direct"):
         got = fused_moe(x, w, tw, (ids + 70000).long(), expert_offset=70000, path=path)
         assert torch.equal(got, fused_moe(x, w, tw, ids, path=path))
-    plain = fused_moe(x, w, tw, ids, path="route_direct")
-    assert torch.equal(fused_moe(x, w, tw, ids, num_experts=2 ** 31, path="route_direct"), plain)
-    with pytest.raises(ValueError, match="topk_ids: expected ids in"):
-        fused_moe(x, w, tw, ids - 5, num_experts=2 ** 31, path="route_direct")  # every id below -1
+    for path in ("grouped", "route_direct"):
+        plain = fused_moe(x, w, tw, ids, path=path)
+        assert torch.equal(fused_moe(x, w, tw, ids, num_experts=2 ** 31, path=path), plain)
+        with pytest.raises(ValueError, match="topk_ids: expected ids in"):
+            fused_moe(x, w, tw, ids - 5, num_experts=2 ** 31, path=path)  # every id below -1
 
 
 def test_mixed_plain_dtypes_rejected(layer):

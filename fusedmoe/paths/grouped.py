@@ -1,6 +1,6 @@
 """Grouped path: routes sorted by expert into blocks of BLOCK_M (the plan), one GEMM program per
-live block and N tile, SwiGLU (+ FP8 requantisation) fused into the gate/up epilogue, a
-deterministic top-k combine.
+live block and N tile, SwiGLU fused into the gate/up epilogue (with the FP8 requantisation,
+unless the gate/up tile is narrower than a 128-column group), a deterministic top-k combine.
 
 Launches: [FP8: quantise x] + plan + gate/up + [FP8 with 64-wide gate/up tiles: requantise] +
 down + combine.
