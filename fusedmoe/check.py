@@ -53,9 +53,9 @@ def variants(path: str, m: int, shape, fmt: str) -> list[tuple[str, object]]:
     """(label, config) runs of a path: its dispatched config (None), for route-direct also the
     tensor-core forms (gate/up, and down with FP8 weights; the tuned tables may pick them),
     each launched with and without PDL, and 4 H tiles per GEMV down program (PDL); for grouped
-    FP8 also K steps of 64 and the MMA sums
-    promoted every 32 columns (the most accurate interval) and every 64 where the rule
-    (policy.grouped_promote_k) picks 128."""
+    FP8 also K steps of 64, the MMA sums promoted every 32 columns (the most accurate interval)
+    and every 64 where the rule (policy.grouped_promote_k) picks 128, and gate/up tiles of 64
+    columns (the SwiGLU output requantised by a launch of its own)."""
     if path != "route_direct":
         if fmt not in FP8_FORMATS:
             return [(path, None)]
@@ -66,7 +66,8 @@ def variants(path: str, m: int, shape, fmt: str) -> list[tuple[str, object]]:
         k64 = dataclasses.replace(base, gate_up=dataclasses.replace(base.gate_up, block_k=64),
                                   down=dataclasses.replace(base.down, block_k=64),
                                   fp8_promote_k=min(base.fp8_promote_k, 64))
-        runs = [(path, None), (path + "_k64", k64), (path + "_promote32", dataclasses.replace(base, fp8_promote_k=32))]
+        runs = [(path, None), (path + "_k64", k64), (path + "_promote32", dataclasses.replace(base, fp8_promote_k=32)),
+                (path + "_gate64", dataclasses.replace(base, gate_up=dataclasses.replace(base.gate_up, block_n=64)))]
         if base.fp8_promote_k > 64:
             runs.append((path + "_promote64", dataclasses.replace(base, fp8_promote_k=64)))
         return runs
