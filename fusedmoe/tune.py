@@ -3,10 +3,12 @@
     fusedmoe tune (--shape NAME[,NAME..]|peers | --config config.json) [--tp N] [--ep N]
                   [--formats bf16,fp8_tensor] [--tokens 1,2,4,8,...] [--paths route_direct,grouped]
                   [--budget-min 20] [--force] [--out-dir fusedmoe/configs] [--log candidates.jsonl]
+                  [--moves FIELD,..] [--sweeps 1]
 
 For each (shape, format, path, token count): coordinate descent from the policy's heuristic
 over the candidate tiles of each GEMM (and BLOCK_M for the grouped path), every candidate
-timed in a CUDA graph with weights and routings rotated past L2.  Entries are written to
+timed in a CUDA graph with weights and routings rotated past L2; ``--sweeps 2`` repeats the
+descent from its best while a sweep moves (FP8 BLOCK_M 64 pays only with a 64-column gate/up).  Entries are written to
 ``<out-dir>/<device>/<path>.json`` after every case, so an interrupted run resumes where it
 stopped (existing entries are skipped unless --force).  Candidates are compiled first in
 parallel processes.  fp8_block reuses fp8 entries and fp16 bf16 ones when it has none.
@@ -95,30 +97,39 @@ def apply(cfg, field: str, value):
 
 def descend(start, moves: list[tuple[str, object]], fmt: str, path: str, time_us: Callable[[object], float],
             deadline: float, record: Callable[[object, float | None, str | None], None] | None = None,
-            ) -> tuple[object, float, float]:
-    """One coordinate-descent sweep: for each field in turn, try every move from the best so far.
-    Returns (best config, its time, the start's time); illegal or failing candidates are skipped.
-    ``record(config, us or None, error or None)`` sees every timed candidate, the start first."""
+            sweeps: int = 1) -> tuple[object, float, float]:
+    """Coordinate descent: for each field in turn, try every move from the best so far; up to
+    ``sweeps`` sweeps, another only while the last one moved (a field that pays only after
+    another has moved, such as BLOCK_M after a narrower gate/up tile, is reached by the
+    second).  Each config is timed once.  Returns (best config, its time, the start's time);
+    illegal or failing candidates are skipped.  ``record(config, us or None, error or None)``
+    sees every timed candidate, the start first."""
     record = record or (lambda cfg, us, err: None)
     best, t_best = start, time_us(start)
     t_start = t_best
     record(start, t_start, None)
-    for field in dict.fromkeys(f for f, _ in moves):
-        base = best
-        for f, v in moves:
-            if f != field or time.monotonic() > deadline:
-                continue
-            cfg = apply(base, f, v)
-            if cfg == best or not policy.legal(path, cfg, fmt):
-                continue
-            try:
-                t = time_us(cfg)
-            except Exception as e:  # a config the compiler or the GPU rejects is not a candidate
-                record(cfg, None, f"{type(e).__name__}: {str(e)[:200]}")
-                continue
-            record(cfg, t, None)
-            if t < t_best:
-                best, t_best = cfg, t
+    seen = {start}
+    for _ in range(sweeps):
+        sweep_start = best
+        for field in dict.fromkeys(f for f, _ in moves):
+            base = best
+            for f, v in moves:
+                if f != field or time.monotonic() > deadline:
+                    continue
+                cfg = apply(base, f, v)
+                if cfg in seen or not policy.legal(path, cfg, fmt):
+                    continue
+                seen.add(cfg)
+                try:
+                    t = time_us(cfg)
+                except Exception as e:  # a config the compiler or the GPU rejects is not a candidate
+                    record(cfg, None, f"{type(e).__name__}: {str(e)[:200]}")
+                    continue
+                record(cfg, t, None)
+                if t < t_best:
+                    best, t_best = cfg, t
+        if best == sweep_start or time.monotonic() > deadline:
+            break
     return best, t_best, t_start
 
 
@@ -252,11 +263,11 @@ def _entry_key(e: dict) -> tuple:
 
 
 def run(shapes, formats, tokens, paths, budget_s: float, out_dir: Path, force: bool = False,
-        log: Path | None = None, fields: set[str] | None = None) -> int:
+        log: Path | None = None, fields: set[str] | None = None, sweeps: int = 1) -> int:
     """Tune every case within ``budget_s`` seconds; returns the number of entries written.
     ``log``: every timed candidate appended as a JSON line (case, config, us or error).
     ``fields``: only the moves of these fields (an A/B of a few options from the table's
-    entry or the heuristic); None: all of them."""
+    entry or the heuristic); None: all of them.  ``sweeps``: of the descent, per case."""
     from .bench.report import Progress
 
     dev = torch.device("cuda")
@@ -294,7 +305,8 @@ def run(shapes, formats, tokens, paths, budget_s: float, out_dir: Path, force: b
                     with open(log, "a") as f:
                         f.write(json.dumps(dict(case, config=_as_dict(cfg), us=us, error=err)) + "\n")
 
-            best, t_best, t_start = descend(start, _moves(path, fmt, fields), fmt, path, timer, deadline, record)
+            best, t_best, t_start = descend(start, _moves(path, fmt, fields), fmt, path, timer, deadline, record,
+                                            sweeps)
             key = (shape.num_local_experts, shape.top_k, shape.hidden_size, shape.intermediate_size, fmt, m)
             doc["entries"] = updated_entries(doc["entries"], key, path, best, t_best, t_start)
             table_file.parent.mkdir(parents=True, exist_ok=True)
@@ -343,7 +355,11 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--out-dir", type=Path, default=policy.CONFIG_DIR)
     ap.add_argument("--log", type=Path, help="append every timed candidate to this JSON-lines file")
     ap.add_argument("--moves", help="comma-separated fields to move (e.g. down_tiles); default all")
+    ap.add_argument("--sweeps", type=int, default=1,
+                    help="coordinate-descent sweeps per case (another only while the last one moved)")
     args = ap.parse_args(argv)
+    if args.sweeps < 1:
+        ap.error(f"--sweeps: expected an int >= 1, got {args.sweeps}")
     fields = set(args.moves.split(",")) if args.moves else None
     known = {f for p in ("route_direct", "grouped") for fmt in FORMATS for f, _ in candidates(p, fmt)}
     if fields is not None and not fields <= known:
@@ -353,6 +369,6 @@ def main(argv: list[str]) -> int:
         return 2
     n = run(_shapes(args), _choices("--formats", args.formats, FORMATS),
             _ints("--tokens", args.tokens), _choices("--paths", args.paths, ("route_direct", "grouped")),
-            args.budget_min * 60, args.out_dir, args.force, args.log, fields)
+            args.budget_min * 60, args.out_dir, args.force, args.log, fields, args.sweeps)
     print(f"{n} table entries written under {args.out_dir}")
     return 0

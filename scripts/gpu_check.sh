@@ -19,7 +19,7 @@
 #   presets   fusedmoe bench of the presets beyond PEERS (auto only, M 1..8192; issue 3's full table;
 #             PRESET_SHAPES to run some of them)
 #   tune      fusedmoe tune (TUNE_PATHS route_direct, TUNE_FORMATS bf16,fp8_tensor, TUNE_TOKENS 1,2,4,8,
-#             TUNE_SHAPES peers, TUNE_MIN 4 minutes, TUNE_MOVES all fields) into OUT_DIR/configs, re-tuning the cases it
+#             TUNE_SHAPES peers, TUNE_MIN 4 minutes, TUNE_MOVES all fields, TUNE_SWEEPS 1) into OUT_DIR/configs, re-tuning the cases it
 #             reaches; then installed in this tree so that later steps use them
 # Limits per step: STEP_S (default 240).  Exit status 1 if any step failed.
 set -u
@@ -62,7 +62,8 @@ for step in $steps; do
     tune)     mkdir -p "$out/configs" && cp -r fusedmoe/configs/NVIDIA_H200 "$out/configs/"
               run tune python -m fusedmoe tune --shape "${TUNE_SHAPES:-peers}" --formats "${TUNE_FORMATS:-bf16,fp8_tensor}" \
                 --tokens "${TUNE_TOKENS:-1,2,4,8}" --paths "${TUNE_PATHS:-route_direct}" --budget-min "${TUNE_MIN:-4}" \
-                --force --out-dir "$out/configs" --log "$out/tune_candidates.jsonl" ${TUNE_MOVES:+--moves "$TUNE_MOVES"}
+                --force --out-dir "$out/configs" --log "$out/tune_candidates.jsonl" ${TUNE_MOVES:+--moves "$TUNE_MOVES"} \
+                ${TUNE_SWEEPS:+--sweeps "$TUNE_SWEEPS"}
               cp "$out"/configs/NVIDIA_H200/*.json fusedmoe/configs/NVIDIA_H200/ ;;
     decode)   run decode "${bench[@]}" --formats bf16,fp8_tensor,fp8_block --tokens 1,2,4,8,16 \
                 --paths auto,route_direct,grouped --out "$out/decode" ;;

@@ -291,3 +291,24 @@ def test_tuner_keeps_an_entry_it_did_not_improve():
     old = dict(entry, tokens=4096, config={k: v for k, v in dataclasses.asdict(grouped).items() if k != "fp8_promote_k"})
     gkey = (128, 8, 2048, 768, "fp8_tensor", 4096)
     assert tune.updated_entries([old], gkey, "grouped", grouped, 900.0, 900.0) == [old]
+
+
+def test_a_second_sweep_reaches_moves_that_pay_after_another():
+    # FP8 grouped: BLOCK_M 64 is slower with the 128-column gate/up and fastest with the 64-column
+    # one (two CTAs per SM): one sweep moves gate/up only; a second then moves BLOCK_M.
+    start = policy.GroupedConfig(128, policy.Tile(128, 128, 8, 3), policy.Tile(128, 128, 8, 3), 1, 128)
+
+    def fake_time(cfg):
+        narrow = cfg.gate_up.block_n == 64
+        other_tiles = (cfg.gate_up.num_warps, cfg.gate_up.num_stages, cfg.gate_up.block_k) != (8, 3, 128)
+        return {(128, False): 10.0, (128, True): 9.5, (64, False): 10.5, (64, True): 5.0}.get(
+            (cfg.block_m, narrow), 20.0) + (cfg.group_m != 1) + (cfg.down != start.down) + other_tiles
+
+    timed = []
+    moves = list(tune.candidates("grouped", "fp8_tensor"))
+    one, t_one, _ = tune.descend(start, moves, "fp8_tensor", "grouped", fake_time, float("inf"))
+    two, t_two, t_start = tune.descend(start, moves, "fp8_tensor", "grouped", fake_time, float("inf"),
+                                       lambda cfg, us, err: timed.append(cfg), sweeps=3)
+    assert (one.block_m, one.gate_up.block_n, t_one) == (128, 64, 9.5)
+    assert (two.block_m, two.gate_up.block_n, t_two, t_start) == (64, 64, 5.0, 10.0)
+    assert len(timed) == len(set(timed))  # each config timed once over the sweeps
