@@ -8,7 +8,8 @@
 For each (shape, format, path, token count): coordinate descent from the policy's heuristic
 over the candidate tiles of each GEMM (and BLOCK_M for the grouped path), every candidate
 timed in a CUDA graph with weights and routings rotated past L2; ``--sweeps 2`` repeats the
-descent from its best while a sweep moves (FP8 BLOCK_M 64 pays only with a 64-column gate/up).  Entries are written to
+descent from its best while a sweep moves (FP8 BLOCK_M 64 pays only with a 64-column gate/up),
+compiling what the first sweep's precompile did not cover within the budget.  Entries are written to
 ``<out-dir>/<device>/<path>.json`` after every case, so an interrupted run resumes where it
 stopped (existing entries are skipped unless --force).  Candidates are compiled first in
 parallel processes.  fp8_block reuses fp8 entries and fp16 bf16 ones when it has none.
@@ -79,10 +80,11 @@ def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
         yield "down", policy.Tile(bn, bk, warps, stages)
 
 
-def apply(cfg, field: str, value):
+def apply(cfg, field: str, value, promote_k: int | None = None):
     """``cfg`` with one field replaced (grouped tiles swap A and B exactly below 64 rows, and
-    promote FP8 sums at most every BLOCK_K columns; a route-direct tensor-core down takes
-    down_tiles 1)."""
+    promote FP8 sums at most every BLOCK_K columns: every min(promote_k, BLOCK_K) columns when
+    ``promote_k`` (the start's interval) is given, so a move back to a longer K step restores
+    it; a route-direct tensor-core down takes down_tiles 1)."""
     cfg = dataclasses.replace(cfg, **{field: value})
     if isinstance(cfg, policy.RouteDirectConfig):
         return dataclasses.replace(cfg, down_tiles=1) if cfg.down.swap_ab else cfg
@@ -90,8 +92,11 @@ def apply(cfg, field: str, value):
         cfg = dataclasses.replace(cfg, **{f: dataclasses.replace(getattr(cfg, f), swap_ab=cfg.block_m < 64)
                                           for f in ("gate_up", "down")})
         step = min(cfg.gate_up.block_k, cfg.down.block_k)
-        if step >= 32 and cfg.fp8_promote_k > step:
-            cfg = dataclasses.replace(cfg, fp8_promote_k=step)
+        want = cfg.fp8_promote_k if promote_k is None else promote_k
+        if step >= 32 and want > step:
+            want = step
+        if want != cfg.fp8_promote_k and (step >= 32 or promote_k is None):
+            cfg = dataclasses.replace(cfg, fp8_promote_k=want)
     return cfg
 
 
@@ -116,7 +121,7 @@ def descend(start, moves: list[tuple[str, object]], fmt: str, path: str, time_us
             for f, v in moves:
                 if f != field or time.monotonic() > deadline:
                     continue
-                cfg = apply(base, f, v)
+                cfg = apply(base, f, v, getattr(start, "fp8_promote_k", None))
                 if cfg in seen or not policy.legal(path, cfg, fmt):
                     continue
                 seen.add(cfg)
@@ -197,9 +202,10 @@ MAX_COMBINATIONS = 64
 
 
 def _configs_to_compile(base, path: str, fmt: str, fields: set[str] | None) -> list:
-    """Configs a tuning run from ``base`` will time: each move applied to base; for a
-    restricted run (``fields``) with at most MAX_COMBINATIONS, every combination of its moves,
-    which descent can reach (more, e.g. the tile fields: each move alone)."""
+    """Configs the first sweep of a tuning run from ``base`` times: each move applied to base;
+    for a restricted run (``fields``) with at most MAX_COMBINATIONS, every combination of its
+    moves, which descent can reach (more, e.g. the tile fields: each move alone).  Later
+    sweeps (``--sweeps``) compile what they reach beyond these on the run's clock."""
     moves = _moves(path, fmt, fields)
     per_field = [[mv for mv in moves if mv[0] == f] for f in dict.fromkeys(f for f, _ in moves)]
     if fields is None or math.prod(len(p) for p in per_field) > MAX_COMBINATIONS:

@@ -7,8 +7,8 @@ kernels need to overlap one program's wgmma waits with another's MMA.
 
 gate/up tiles narrower than 128 columns compile as they run (fp32 output, requantised by a
 launch of its own); 128-wide ones with the fused requantisation.  CTAs per SM: the least of
-65536 registers over the block's, 227 KB of shared memory over the block's (+1 KB reserved),
-and 64 warps over the block's.
+65536 registers over the block's (allocated per warp in units of 256), 228 KB of shared
+memory over the block's (+1 KB reserved per block), 64 warps over the block's, and 32.
 """
 
 from __future__ import annotations
@@ -23,13 +23,16 @@ import compile_check as cc  # noqa: E402
 
 from fusedmoe.paths._grouped_kernels import grouped_down_kernel, grouped_gate_up_kernel  # noqa: E402
 
-SM90_REGISTERS, SM90_SHARED, SM90_WARPS = 65536, 232448, 64
+SM90_REGISTERS, SM90_SHARED, SM90_WARPS, SM90_BLOCKS = 65536, 233472, 64, 32
 
 
 def ctas_per_sm(registers: int, shared: int, warps: int) -> int:
-    """Blocks of ``warps`` warps that fit one sm_90 SM (registers allocated per warp in 256s)."""
+    """Blocks of ``warps`` warps that fit one sm_90 SM (registers allocated per warp in 256s,
+    shared memory in 128-byte units plus 1 KB reserved per block)."""
     per_warp = -(-registers * 32 // 256) * 256
-    return min(SM90_REGISTERS // (per_warp * warps), SM90_SHARED // (shared + 1024), SM90_WARPS // warps)
+    per_block_shared = -(-shared // 128) * 128 + 1024
+    return min(SM90_REGISTERS // (per_warp * warps), SM90_SHARED // per_block_shared, SM90_WARPS // warps,
+               SM90_BLOCKS)
 
 
 def main(argv: list[str]) -> int:
@@ -53,6 +56,8 @@ def main(argv: list[str]) -> int:
             constexprs = cc.grouped(bm, bn, 128, bm < 64, 2, 1, QUANT_OUT=fused, ACTIVATION=0, PROMOTE_K=promote)
         compiled = cc.compile_case(fn, ptrs, constexprs, warps, stages)
         facts = cc.sass_facts(compiled.asm["cubin"])
+        if facts["registers"] is None:
+            raise RuntimeError(f"{kernel}: cuobjdump reported no register count")
         shared = compiled.metadata.shared
         print(f"fp8_tensor {kernel:7s} BLOCK_M {bm:3d} BLOCK_N {bn:3d} warps {warps} stages {stages} "
               f"promote {promote:3d}: registers {facts['registers']:3d}, spill instructions {facts['spill_ops']:4d}, "

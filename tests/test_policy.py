@@ -312,3 +312,12 @@ def test_a_second_sweep_reaches_moves_that_pay_after_another():
     assert (one.block_m, one.gate_up.block_n, t_one) == (128, 64, 9.5)
     assert (two.block_m, two.gate_up.block_n, t_two, t_start) == (64, 64, 5.0, 10.0)
     assert len(timed) == len(set(timed))  # each config timed once over the sweeps
+
+
+def test_tuner_moves_restore_the_promotion_interval():
+    # A K step of 64 promotes every 64 columns; the move back to 128 restores the start's 128.
+    start = policy.grouped_config(4096, 8, 128, 2048, 768, "fp8_tensor")
+    assert start.fp8_promote_k == 128
+    k64 = tune.apply(start, "gate_up", dataclasses.replace(start.gate_up, block_k=64), start.fp8_promote_k)
+    assert k64.fp8_promote_k == 64
+    assert tune.apply(k64, "gate_up", start.gate_up, start.fp8_promote_k) == start
