@@ -12,6 +12,7 @@ reference elsewhere.  Shapes:
 from __future__ import annotations
 
 import torch
+import triton
 
 from . import quant
 from . import reference as ref
@@ -19,6 +20,11 @@ from ._epilogue_kernels import _combine_kernel, _quantize_rows_kernel, _quantize
 from ._runtime import cdiv, runs_triton
 
 _BLOCK_R = 4
+# Whole-row quantisation (fp8_tensor's x): one program per row, chunks of up to this many
+# columns (8 warps, 31 registers on sm_90: 8 programs and 32 KB of loads in flight per SM).
+# Four rows of 512-column chunks per program, the first form, left 128 programs at M=512 and
+# took 24 us there for a 7 MB x (DeepSeek-V3 TP8, 2026-11-30-s7/kernels.md).  Unmeasured.
+_WHOLE_ROW_COLS = 2048
 
 # The gated activations of the layer: act(gate) * up (see _epilogue_kernels.glu).
 ACTIVATIONS = {"silu": 0, "gelu_tanh": 1, "swiglu_oai": 2}
@@ -41,8 +47,9 @@ def quantize_rows(a: torch.Tensor, whole_rows: bool = False) -> tuple[torch.Tens
     q = torch.empty(rows, cols, dtype=quant.FP8_DTYPE, device=a.device)
     s = torch.empty(rows, groups, dtype=torch.float32, device=a.device)
     if rows and cols and whole_rows:
-        _quantize_whole_rows_kernel[(cdiv(rows, _BLOCK_R),)](
-            a, q, s, rows, cols, a.stride(0), q.stride(0), BLOCK_R=_BLOCK_R, BLOCK_C=512)
+        block_c = min(triton.next_power_of_2(cols), _WHOLE_ROW_COLS)
+        _quantize_whole_rows_kernel[(rows,)](a, q, s, rows, cols, a.stride(0), q.stride(0), BLOCK_R=1,
+                                             BLOCK_C=block_c, num_warps=8 if block_c >= 2048 else 4)
     elif rows and cols:
         _quantize_rows_kernel[(cdiv(rows, _BLOCK_R), groups)](
             a, q, s, rows, cols, a.stride(0), q.stride(0), s.stride(0), BLOCK_R=_BLOCK_R, GROUP=quant.GROUP)

@@ -141,7 +141,7 @@ CASES = [
      dict(BLOCK_M=16, R_PAD=2048, LOG_R=11, E_BINS=512, FILL=1024), 8, False),
     ("quantize_rows", _quantize_rows_kernel, dict(a_ptr="*bf16", q_ptr=FP8), dict(BLOCK_R=4, GROUP=128), 4, False),
     ("quantize_rows whole rows", _quantize_whole_rows_kernel, dict(a_ptr="*bf16", q_ptr=FP8),
-     dict(BLOCK_R=4, BLOCK_C=512), 4, False),
+     dict(BLOCK_R=1, BLOCK_C=2048), 8, False),
     ("swiglu_quant gelu", _swiglu_kernel, dict(out_ptr=FP8), dict(QUANT=True, ACTIVATION=1, BLOCK_R=4, GROUP=128), 4,
      False),
     ("combine", _combine_kernel, dict(y_ptr="*bf16", ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16"),
