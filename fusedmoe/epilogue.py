@@ -49,7 +49,7 @@ def quantize_rows(a: torch.Tensor, whole_rows: bool = False) -> tuple[torch.Tens
     if rows and cols and whole_rows:
         block_c = min(triton.next_power_of_2(cols), _WHOLE_ROW_COLS)
         _quantize_whole_rows_kernel[(rows,)](a, q, s, rows, cols, a.stride(0), q.stride(0), BLOCK_R=1,
-                                             BLOCK_C=block_c, num_warps=8 if block_c >= 2048 else 4)
+                                             BLOCK_C=block_c, num_warps=8 if block_c == _WHOLE_ROW_COLS else 4)
     elif rows and cols:
         _quantize_rows_kernel[(cdiv(rows, _BLOCK_R), groups)](
             a, q, s, rows, cols, a.stride(0), q.stride(0), s.stride(0), BLOCK_R=_BLOCK_R, GROUP=quant.GROUP)

@@ -187,10 +187,14 @@ def route_direct_config(m: int, top_k: int, num_experts: int, hidden: int, inter
     return RouteDirectConfig(gate_up, Tile(dn, dn_bk, 4, 1), pdl=fmt in FP8_FORMATS)
 
 
+def active_experts(m: int, top_k: int, num_experts: int) -> float:
+    """Expected distinct experts hit when M tokens (at least 1) each pick top_k of E uniformly."""
+    return num_experts * (1.0 - (1.0 - min(top_k, num_experts) / num_experts) ** max(1, m))
+
+
 def routes_per_active_expert(m: int, top_k: int, num_experts: int) -> float:
     """Expected routes per distinct expert hit when M tokens each pick top_k of E uniformly."""
-    active = num_experts * (1.0 - (1.0 - min(top_k, num_experts) / num_experts) ** max(1, m))
-    return max(1, m) * top_k / max(active, 1e-9)
+    return max(1, m) * top_k / max(active_experts(m, top_k, num_experts), 1e-9)
 
 
 # Dispatch between route-direct and grouped, measured on the H200 (2026-11-30, fusedmoe bench
@@ -333,7 +337,8 @@ def choose_path(m: int, top_k: int, num_experts: int, hidden: int, inter: int, f
         return "grouped"
     kind = fmt if fmt in ROUTE_DIRECT_MAX_SHARING else "fp8" if fmt in FP8_FORMATS else "16bit"
     small_m, large_m = ROUTE_DIRECT_MAX_SHARING[kind]
-    sharing = routes_per_active_expert(m, top_k, num_experts)
-    if m > 8 and fmt in FP8_FORMATS and m * top_k / sharing * 3 * hidden * inter > ROUTE_DIRECT_MAX_BYTES:
+    active_fp8_bytes = active_experts(m, top_k, num_experts) * 3 * hidden * inter
+    if m > 8 and fmt in FP8_FORMATS and active_fp8_bytes > ROUTE_DIRECT_MAX_BYTES:
         return "grouped"
-    return "route_direct" if sharing <= (small_m if m <= 8 else large_m) else "grouped"
+    limit = small_m if m <= 8 else large_m
+    return "route_direct" if routes_per_active_expert(m, top_k, num_experts) <= limit else "grouped"

@@ -92,11 +92,9 @@ def apply(cfg, field: str, value, promote_k: int | None = None):
         cfg = dataclasses.replace(cfg, **{f: dataclasses.replace(getattr(cfg, f), swap_ab=cfg.block_m < 64)
                                           for f in ("gate_up", "down")})
         step = min(cfg.gate_up.block_k, cfg.down.block_k)
-        want = cfg.fp8_promote_k if promote_k is None else promote_k
-        if step >= 32 and want > step:
-            want = step
-        if want != cfg.fp8_promote_k and (step >= 32 or promote_k is None):
-            cfg = dataclasses.replace(cfg, fp8_promote_k=want)
+        if step >= 32:
+            want = cfg.fp8_promote_k if promote_k is None else promote_k
+            cfg = dataclasses.replace(cfg, fp8_promote_k=min(want, step))
     return cfg
 
 
