@@ -49,13 +49,22 @@ def layer_inputs(shape, m, gen, dtype=torch.bfloat16):
     return torch.randn(m, shape.hidden_size, device=DEV, generator=gen).to(dtype), tw, ids
 
 
+def _other_gate_width(path: str, base: policy.GroupedConfig) -> tuple[str, policy.GroupedConfig]:
+    """The grouped FP8 variant with the other gate/up width: 64 columns (the SwiGLU output
+    requantised by a launch of its own) where the base fuses 128, else 128 (fused)."""
+    width = 128 if base.gate_up.block_n == 64 else 64
+    warps = 8 if width == 128 else base.gate_up.num_warps
+    return (f"{path}_gate{width}",
+            dataclasses.replace(base, gate_up=dataclasses.replace(base.gate_up, block_n=width, num_warps=warps)))
+
+
 def variants(path: str, m: int, shape, fmt: str) -> list[tuple[str, object]]:
     """(label, config) runs of a path: its dispatched config (None), for route-direct also the
     tensor-core forms (gate/up, and down with FP8 weights; the tuned tables may pick them),
     each launched with and without PDL, and 4 H tiles per GEMV down program (PDL); for grouped
     FP8 also K steps of 64, the MMA sums promoted every 32 columns (the most accurate interval)
-    and every 64 where the rule (policy.grouped_promote_k) picks 128, and gate/up tiles of 64
-    columns (the SwiGLU output requantised by a launch of its own)."""
+    and every 64 where the rule (policy.grouped_promote_k) picks 128, and the other gate/up
+    width (64 columns with the SwiGLU output requantised by a launch of its own, or 128 fused)."""
     if path != "route_direct":
         if fmt not in FP8_FORMATS:
             return [(path, None)]
@@ -67,7 +76,7 @@ def variants(path: str, m: int, shape, fmt: str) -> list[tuple[str, object]]:
                                   down=dataclasses.replace(base.down, block_k=64),
                                   fp8_promote_k=min(base.fp8_promote_k, 64))
         runs = [(path, None), (path + "_k64", k64), (path + "_promote32", dataclasses.replace(base, fp8_promote_k=32)),
-                (path + "_gate64", dataclasses.replace(base, gate_up=dataclasses.replace(base.gate_up, block_n=64)))]
+                _other_gate_width(path, base)]
         if base.fp8_promote_k > 64:
             runs.append((path + "_promote64", dataclasses.replace(base, fp8_promote_k=64)))
         return runs

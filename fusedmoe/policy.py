@@ -111,6 +111,17 @@ def grouped_promote_k(m: int, gate_up: Tile, down: Tile, fmt: str = "fp8_tensor"
     return min(want, gate_up.block_k, down.block_k) if min(gate_up.block_k, down.block_k) >= 32 else 32
 
 
+def _fit_registers(cfg: GroupedConfig, fmt: str) -> GroupedConfig:
+    """``cfg`` with 8 warps on a 64-column fp8_block gate/up tile at BLOCK_M >= 64 that promotes
+    its sums more often than every 128 columns: with 4 warps it spills (255 registers, 3
+    LDL/STL, where every 128 columns takes 183 and fp8_tensor 182-186; 8 warps: 152; compiled
+    for sm_90, scripts/compile_check.py)."""
+    gu = cfg.gate_up
+    if fmt == "fp8_block" and gu.block_n < 128 and not gu.swap_ab and gu.num_warps < 8 and cfg.fp8_promote_k < 128:
+        return dataclasses.replace(cfg, gate_up=dataclasses.replace(gu, num_warps=8))
+    return cfg
+
+
 def grouped_config(m: int, top_k: int, num_experts: int, hidden: int, inter: int, fmt: str) -> GroupedConfig:
     """Heuristic tiles of the grouped path.
 
@@ -123,17 +134,25 @@ def grouped_config(m: int, top_k: int, num_experts: int, hidden: int, inter: int
     swap = bm < 64
     warps = 4 if swap else 8
     if fmt in FP8_FORMATS:
-        # BLOCK_N = 128 on gate/up: the tile holds one whole 128-group of the SwiGLU output, so
-        # its FP8 requantisation is fused into the epilogue.  BLOCK_K = 128: one scale per step.
-        # Gate/up takes 8 warps even with swap-AB: promoting the FP8 sums to fp32
-        # (grouped_promote_k) costs a third accumulator; at BLOCK_M 32 with 4 warps it
-        # spilled 15 LDL/STL, with 8 it holds in 203 registers.
+        # BLOCK_K = 128: one scale per step.  Gate/up tiles of 64 columns at BLOCK_M 32 and 64:
+        # two CTAs per SM, the SwiGLU output requantised by a launch of its own
+        # (grouped.splits_quantisation).  In the eighth session's tuner logs, pairs of configs
+        # that differ only in the gate/up width (64 against 128 columns, fp8_tensor, the whole
+        # layer timed): BLOCK_M 64 median 0.92x (0.70-1.13, 81 of 105 faster; Qwen3-235B TP8
+        # M=8192 1059 against 1210 us), BLOCK_M 32 0.95x (0.86-1.03, 15 of 17), BLOCK_M 16
+        # 0.98x (0.71-1.06, 26 of 41).  At BLOCK_M 16 the fused 128-column tile stays: it
+        # holds a whole 128-group of the SwiGLU output, so its FP8 requantisation is fused
+        # into the epilogue (one launch fewer), and it takes 8 warps even with swap-AB:
+        # promoting the FP8 sums to fp32 (grouped_promote_k) costs a third accumulator
+        # (at BLOCK_M 32 with 4 warps it spilled 15 LDL/STL; with 8 it holds in 203 registers).
         bm = min(bm, 64)
-        gate_up, down = Tile(128, 128, 8, 3, swap_ab=swap), Tile(128, 128, warps, 3, swap_ab=swap)
+        gate_up = Tile(64, 128, 4, 3, swap_ab=swap) if bm >= 32 else Tile(128, 128, 8, 3, swap_ab=swap)
+        down = Tile(128, 128, warps, 3, swap_ab=swap)
     else:
         gate_up, down = Tile(64, 64, warps, 3, swap_ab=swap), Tile(128, 64, warps, 3, swap_ab=swap)
-    return GroupedConfig(bm, gate_up, down, grouped_group_m(m * top_k, num_experts, bm),
-                         grouped_promote_k(m, gate_up, down, fmt))
+    cfg = GroupedConfig(bm, gate_up, down, grouped_group_m(m * top_k, num_experts, bm),
+                        grouped_promote_k(m, gate_up, down, fmt))
+    return _fit_registers(cfg, fmt)
 
 
 def grouped_group_m(num_routes: int, num_experts: int, block_m: int) -> int:
@@ -148,43 +167,68 @@ def grouped_group_m(num_routes: int, num_experts: int, block_m: int) -> int:
     return 8 if rows_per_expert >= 2 * block_m else 1
 
 
-DOWN_TILE_ELEMENTS = 8192
+DOWN_TILE_ELEMENTS = 16384
+FP8_GEMV_TILE_ELEMENTS = 8192     # rows x columns of each of gate and up per FP8 GEMV program and K step
+FP8_GATE_UP_PROGRAMS_PER_SM = 2.5
+BF16_GATE_UP_PROGRAMS_PER_SM = 3.5
+DOWN_PROGRAMS_PER_SM = 1.5
 
 
 def route_direct_config(m: int, top_k: int, num_experts: int, hidden: int, inter: int, fmt: str,
                         num_sms: int) -> RouteDirectConfig:
-    """Heuristic tiles of the route-direct path, read off the tuned H200 tables (2026-11-30,
-    40 cases of the PEERS shapes at M = 1..8):
+    """Heuristic tiles of the route-direct path, read off the H200 tuner logs of six shapes
+    (Qwen3-30B-A3B, DeepSeek-V3 TP8, Hunyuan TP8, GPT-OSS TP4, Qwen3-235B-A22B TP4/TP8; M 1..8;
+    2026-11-30 sessions 5, 6 and 8; ``benchmarks/results/H200/README.md``, eighth session):
 
-    - 16-bit weights: the tensor-core gate/up form won 19 of 20 cases (by up to 1.8x at M=2..8,
-      where it streams a shared expert once): 32 rows of I per program, K step 256 at M <= 2
-      else 128, a K split of 2 when the routes' tiles cannot cover the SMs once.
-    - FP8 weights: the GEMV form won 18 of 20 (upcasting e4m3 to bf16 for the MMA costs more
-      than it saves): K step 512, rows per program shrunk until there are >= 4 programs per SM.
-    - down: the [next_pow2(k), dn, bk] tile near 8K elements, 4 warps, dn shrunk to keep
-      >= 4 programs per SM, never under 128 columns.
+    - gate/up, the GEMV form for FP8 weights at every M (the tensor-core form took 1.15-2.35x
+      its time in all 40 FP8 cases) and for 16-bit weights at M <= 2 (1.02-1.29x in all 8:
+      20.6 against 15.9 us at Qwen3-235B TP8 M=1); the tensor-core form for 16-bit weights
+      above M=2 (0.93-1.08x at M=4..8; it streams an expert shared by several tokens once).
+      GEMV rows per program: the most of 16 (FP8) / 8 (16-bit) that still gives about 2.5 /
+      3.5 programs per SM, down to 4 / 2.  K step: 8192 FP8 columns x rows of each of gate and
+      up per program (16 x 512 ... 4 x 2048), 16-bit 512 columns (2048 at 2 rows), at most
+      the row.  A K split only where even the narrowest tile leaves SMs idle: its fp32
+      partials and second pass cost more than the idle SMs (Qwen3-235B TP8 fp8 M=1: 4 x 512
+      split 2 took 17.0 us, unsplit 13.1, 4 x 2048 10.8, on the same down tile).
+    - down: [next_pow2(k), dn, bk] tiles up to 16K elements, 4 warps; dn 16 rows of H shrunk
+      to keep 1.5 programs per SM (at M=1 with fp8_tensor weights dn 4 took 1.03-1.22x the
+      time of the best dn 8-16 tile, six shapes).
     - pdl for FP8 weights: on the same tiles it was 3-16% faster in all 16 FP8 cases the
       fifth session's tuner tried both ways (Qwen3, DeepSeek-V3 TP8, M 1..8; 2026-11-30-s5/
-      tune_candidates.jsonl); with bf16 it won 2 of 6 (-5..+10%), so the tables decide."""
+      tune_candidates.jsonl); with bf16 it won 2 of 6 (-5..+10%), so the tables decide.
+
+    Against the tuned best, over the 53 logged cases: about 1.08x its time (geomean), at most
+    1.29x; the rule it replaced about 1.18x and 1.95x (the config's own time where the log has
+    it, else the best plus its gate/up's and down's separate penalties).  On two shapes no
+    rule was read from (DeepSeek-V2-Lite and Llama-4-Scout TP8, ``benchmarks/heldout/``;
+    2026-11-30-s8/tune_heldout.jsonl): 1.05-1.15x in 6 cases, and 16-bit M <= 2 at 35.1 /
+    56.7 us where every candidate with the old gate/up tile took >= 38.0 / 64.5."""
     routes = max(1, m * top_k)
-    target = 4 * num_sms
-    if fmt not in FP8_FORMATS:
-        split = 2 if routes * triton.cdiv(inter, 32) < num_sms and hidden >= 1024 else 1
-        gate_up = Tile(32, 256 if m <= 2 else 128, 4, 3, split, swap_ab=True)
-    else:
-        bn = 16
-        while bn > 4 and routes * triton.cdiv(inter, bn) < target:
+    fp8 = fmt in FP8_FORMATS
+    if fp8 or m <= 2:
+        bn, narrowest, per_sm = (16, 4, FP8_GATE_UP_PROGRAMS_PER_SM) if fp8 else (8, 2, BF16_GATE_UP_PROGRAMS_PER_SM)
+        while bn > narrowest and routes * triton.cdiv(inter, bn) < per_sm * num_sms:
             bn //= 2
         split = 1
-        while split < 4 and routes * triton.cdiv(inter, bn) * split < target and hidden // (split * 2) >= 1024:
+        while split < 4 and routes * triton.cdiv(inter, bn) * split < num_sms and hidden // (split * 2) >= 1024:
             split *= 2
-        gate_up = Tile(bn, min(512, max(128, triton.next_power_of_2(triton.cdiv(hidden, split)))), 8, 1, split)
+        step = FP8_GEMV_TILE_ELEMENTS // bn if fp8 else (512 if bn >= 4 else 2048)
+        bk = max(128, min(step, triton.next_power_of_2(triton.cdiv(hidden, split))))
+        # each split covers whole K steps: halve the step while the splits would overshoot H by
+        # a step or more (H 6144 in 4 splits of 2048-column steps: 2048 x 3 and an empty fourth)
+        while bk > 128 and split * triton.cdiv(triton.cdiv(hidden, split), bk) * bk - hidden >= bk:
+            bk //= 2
+        gate_up = Tile(bn, bk, 8, 1, split)
+    else:
+        split = 2 if routes * triton.cdiv(inter, 32) < num_sms and hidden >= 1024 else 1
+        gate_up = Tile(32, 128, 4, 3, split, swap_ab=True)
     kp = triton.next_power_of_2(top_k)
     dn = 16
-    while dn > 4 and (max(1, m) * triton.cdiv(hidden, dn) < target or kp * dn * 128 > DOWN_TILE_ELEMENTS):
+    while dn > 4 and (max(1, m) * triton.cdiv(hidden, dn) < DOWN_PROGRAMS_PER_SM * num_sms
+                      or kp * dn * 128 > DOWN_TILE_ELEMENTS):
         dn //= 2
     dn_bk = max(128, min(DOWN_TILE_ELEMENTS // (kp * dn), triton.next_power_of_2(inter)))
-    return RouteDirectConfig(gate_up, Tile(dn, dn_bk, 4, 1), pdl=fmt in FP8_FORMATS)
+    return RouteDirectConfig(gate_up, Tile(dn, dn_bk, 4, 1), pdl=fp8)
 
 
 def active_experts(m: int, top_k: int, num_experts: int) -> float:
@@ -309,7 +353,8 @@ def tuned_config(path: str, device_name: str, m: int, top_k: int, num_experts: i
             cfg = _from_dict(path, e["config"])
             if path == "grouped":
                 rule = grouped_promote_k(m, cfg.gate_up, cfg.down, fmt)
-                cfg = dataclasses.replace(cfg, fp8_promote_k=min(e["config"].get("fp8_promote_k", rule), rule))
+                cfg = _fit_registers(dataclasses.replace(
+                    cfg, fp8_promote_k=min(e["config"].get("fp8_promote_k", rule), rule)), fmt)
             if fmt == "fp8_block" and path == "route_direct":  # tensor-core tiles: one block scale per K step
                 gate_up, down = (dataclasses.replace(t, block_k=128) if t.swap_ab else t for t in (cfg.gate_up, cfg.down))
                 cfg = dataclasses.replace(cfg, gate_up=gate_up, down=down)  # keeps pdl

@@ -78,6 +78,17 @@ CASES = [
      grouped(128, 128, 128, False, 2, 1, QUANT_OUT=True, ACTIVATION=0, PROMOTE_K=0), 8, True),
     ("grouped_gate_up fp8_tensor row-scaled x 64 wide, fp32 out", grouped_gate_up_kernel, dict(GATE_UP_FP8, act_ptr="*fp32"),
      grouped(64, 64, 128, False, 2, 1, QUANT_OUT=False, ACTIVATION=0, PROMOTE_K=128), 8, True),
+    # the heuristic's 64-wide tiles: 4 warps, but fp8_block promoted every 64 columns at BLOCK_M 64
+    # takes 8 (with 4 it spills: policy._fit_registers)
+    ("grouped_gate_up fp8_tensor row-scaled x 64 wide 4 warps, fp32 out", grouped_gate_up_kernel,
+     dict(GATE_UP_FP8, act_ptr="*fp32"), grouped(64, 64, 128, False, 2, 1, QUANT_OUT=False, ACTIVATION=0, PROMOTE_K=128), 4,
+     True),
+    ("grouped_gate_up fp8_block 64 wide 4 warps promote128, fp32 out", grouped_gate_up_kernel,
+     dict(GATE_UP_FP8, act_ptr="*fp32"), grouped(64, 64, 128, False, True, 2, QUANT_OUT=False, ACTIVATION=0, PROMOTE_K=128),
+     4, True),
+    ("grouped_gate_up fp8_block 64 wide swap-AB M32 4 warps promote64, fp32 out", grouped_gate_up_kernel,
+     dict(GATE_UP_FP8, act_ptr="*fp32"), grouped(32, 64, 128, True, True, 2, QUANT_OUT=False, ACTIVATION=0, PROMOTE_K=64),
+     4, True),
     ("grouped_gate_up fp8_block 64 wide, fp32 out", grouped_gate_up_kernel, dict(GATE_UP_FP8, act_ptr="*fp32"),
      grouped(64, 64, 128, False, True, 2, QUANT_OUT=False, ACTIVATION=0, PROMOTE_K=128), 8, True),
     ("grouped_gate_up fp8_block 64 wide swap-AB M32, fp32 out", grouped_gate_up_kernel,

@@ -16,6 +16,8 @@
 #   planpar   the one-program plan forced and the three-launch plan forced, 512..65536 routes
 #   decode    fusedmoe bench, M 1..16, auto and both paths forced
 #   grouped   fusedmoe bench, M 32..8192 (GROUPED_TOKENS, GROUPED_FORMATS), auto, grouped and torch_grouped_mm
+#   heldout   fusedmoe bench of benchmarks/heldout/*.json (no tables: the heuristics and the dispatch on shapes
+#             no rule was read from), M 1..512, auto and both paths forced
 #   presets   fusedmoe bench of the presets beyond PEERS (auto only, M 1..8192; issue 3's full table;
 #             PRESET_SHAPES to run some of them)
 #   tune      fusedmoe tune (TUNE_PATHS route_direct, TUNE_FORMATS bf16,fp8_tensor, TUNE_TOKENS 1,2,4,8,
@@ -71,6 +73,11 @@ for step in $steps; do
                 --shape "${PRESET_SHAPES:-qwen3_235b_a22b,qwen3_235b_a22b_tp4,qwen3_235b_a22b_tp8,deepseek_v3,mixtral_8x7b,gpt_oss_120b}" \
                 --no-check --replays 10 --formats bf16,fp8_tensor,fp8_block --tokens 1,2,4,8,16,32,64,128,512,2048,8192 \
                 --paths auto --out "$out/presets" ;;
+    heldout)  for f in benchmarks/heldout/*.json; do
+                run "heldout_$(basename "$f" .json)" python -m fusedmoe bench --shape "$f" --no-check --replays 10 \
+                  --formats bf16,fp8_tensor,fp8_block --tokens 1,2,4,8,16,64,512 --paths auto,route_direct,grouped \
+                  --out "$out/heldout/$(basename "$f" .json)"
+              done ;;
     grouped)  run grouped "${bench[@]}" --no-check --formats "${GROUPED_FORMATS:-bf16,fp8_tensor,fp8_block}" \
                 --tokens "${GROUPED_TOKENS:-32,64,128,512,2048,8192}" \
                 --paths auto,grouped,torch_grouped_mm --out "$out/grouped" ;;

@@ -4,6 +4,7 @@ import dataclasses
 import json
 
 import pytest
+import torch
 
 from fusedmoe import policy, tune
 from fusedmoe.weights import FORMATS
@@ -16,6 +17,40 @@ def test_heuristics_are_always_legal(fmt, m, k, e, h, i):
     # Whatever the shape, the built-in heuristic gives a config the kernels accept.
     assert policy.legal("grouped", policy.grouped_config(m, k, e, h, i, fmt), fmt)
     assert policy.legal("route_direct", policy.route_direct_config(m, k, e, h, i, fmt, 132), fmt)
+
+
+def test_route_direct_heuristic_follows_the_tuner_logs():
+    # Qwen3-235B-A22B TP8 (E 128, top-8, H 4096, I 192), the eighth session's logs: FP8 at M=1
+    # takes 4 rows x 2048 columns unsplit (10.8 us on the old rule's down tile, where its 4 x 512
+    # split 2 took 17.0)
+    fp8 = policy.route_direct_config(1, 8, 128, 4096, 192, "fp8_tensor", 132)
+    assert (fp8.gate_up.block_n, fp8.gate_up.block_k, fp8.gate_up.split_k, fp8.gate_up.swap_ab) == (4, 2048, 1, False)
+    assert fp8.pdl
+    # 16-bit weights: the GEMV up to M=2, the tensor-core form (which streams a shared expert
+    # once) above M=2
+    assert not policy.route_direct_config(2, 8, 128, 4096, 192, "bf16", 132).gate_up.swap_ab
+    assert policy.route_direct_config(3, 8, 128, 4096, 192, "bf16", 132).gate_up.swap_ab
+    # a K split only where even the narrowest GEMV tile leaves SMs idle (one route, narrow I),
+    # over whole K steps that leave no split empty (H 6144 in 4 splits: 1536 columns each)
+    split = policy.route_direct_config(1, 1, 16, 6144, 64, "fp8_tensor", 132).gate_up
+    assert (split.split_k, 6144 % split.block_k, (6144 // split.split_k) % split.block_k) == (4, 0, 0)
+
+
+@pytest.mark.parametrize("fmt", ["fp8_tensor", "fp8_block"])
+def test_grouped_heuristic_fp8_gate_up_64_columns_from_block_m_32(fmt):
+    from fusedmoe.paths import grouped
+    from fusedmoe.weights import ExpertWeights
+
+    w = ExpertWeights.from_dense(torch.randn(2, 2 * 128, 128), torch.randn(2, 128, 128), fmt)
+    for m, bm, narrow in ((8192, 64, True), (512, 32, True), (64, 16, False)):   # E 128, top-8
+        cfg = policy.grouped_config(m, 8, 128, 4096, 192, fmt)
+        assert (cfg.block_m, cfg.gate_up.block_n == 64) == (bm, narrow)
+        assert grouped.splits_quantisation(w, cfg) == narrow and policy.legal("grouped", cfg, fmt)
+    # fp8_block's 64-column tile promoted every 64 columns (M < 512) spills with 4 warps
+    # (scripts/compile_check.py): it takes 8
+    low = policy.grouped_config(256, 2, 8, 4096, 7168, fmt)                 # 64 rows per expert
+    assert (low.block_m, low.gate_up.block_n, low.fp8_promote_k) == (64, 64, 64)
+    assert low.gate_up.num_warps == (8 if fmt == "fp8_block" else 4)
 
 
 @pytest.fixture(autouse=True)

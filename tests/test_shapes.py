@@ -173,3 +173,18 @@ def test_bad_inputs(tmp_path):
         shape_from_hf_config({**MIXTRAL, "hidden_size": "4096"})
     with pytest.raises(ValueError, match="preset"):
         get_shape("no_such_model")
+
+
+HELDOUT = {  # benchmarks/heldout/: shapes no tuned table or heuristic rule was read from
+    "deepseek_v2_lite.json": (64, 6, 2048, 1408),
+    "llama4_scout_tp8.json": (16, 1, 5120, 1024),
+    "olmoe_1b_7b.json": (64, 8, 2048, 1024),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HELDOUT))
+def test_heldout_config_files(name):
+    from pathlib import Path
+
+    path = Path(__file__).parent.parent / "benchmarks" / "heldout" / name
+    assert _facts(get_shape(str(path))) == HELDOUT[name]
