@@ -7,9 +7,10 @@
 
 For each (shape, format, path, token count): coordinate descent from the policy's heuristic
 over the candidate tiles of each GEMM (and BLOCK_M for the grouped path), every candidate
-timed in a CUDA graph with weights and routings rotated past L2; ``--sweeps 2`` repeats the
-descent from its best while a sweep moves (FP8 BLOCK_M 64 pays only with a 64-column gate/up),
-compiling what the first sweep's precompile did not cover within the budget.  Entries are written to
+timed in a CUDA graph with weights and routings rotated past L2; grouped FP8 also moves BLOCK_M
+and a 64-column gate/up at once (each alone can be slower); ``--sweeps 2`` repeats the descent
+from its best while a sweep moves, compiling what the first sweep's precompile did not cover
+within the budget.  Entries are written to
 ``<out-dir>/<device>/<path>.json`` after every case, so an interrupted run resumes where it
 stopped (existing entries are skipped unless --force).  Candidates are compiled first in
 parallel processes.  fp8_block reuses fp8 entries and fp16 bf16 ones when it has none.
@@ -41,7 +42,8 @@ MAX_REL_L2 = 0.01
 
 def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
     """(field, value) moves of the coordinate descent: 'gate_up'/'down' tiles, 'block_m',
-    'group_m', route-direct 'pdl' and 'down_tiles'."""
+    'group_m', route-direct 'pdl' and 'down_tiles', grouped FP8 'block_m+gate_up' (both at
+    once: value (BLOCK_M, gate/up tile))."""
     fp8 = fmt in FP8_FORMATS
     if path == "route_direct":
         # PDL first: the tiles are then tuned with the launch mode they will run under, and the
@@ -78,6 +80,12 @@ def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
         yield "gate_up", policy.Tile(bn, bk, warps, stages)
     for bn, bk, warps, stages in itertools.product((64, 128, 256), ks, (4, 8), (3, 4)):
         yield "down", policy.Tile(bn, bk, warps, stages)
+    if fp8:
+        # BLOCK_M and the 64-column gate/up in one move: at Qwen3-30B M=512 each alone was
+        # slower (BLOCK_M 16 -> 64, or 64 columns at BLOCK_M 16: 253.5 against 245.6 us) and
+        # both together faster (219.7; eighth session), which one-field descent cannot reach
+        for bm, warps, stages in itertools.product((32, 64), (4, 8), (3, 4)):
+            yield "block_m+gate_up", (bm, policy.Tile(64, 128, warps, stages))
 
 
 def apply(cfg, field: str, value, promote_k: int | None = None):
@@ -85,7 +93,10 @@ def apply(cfg, field: str, value, promote_k: int | None = None):
     promote FP8 sums at most every BLOCK_K columns: every min(promote_k, BLOCK_K) columns when
     ``promote_k`` (the start's interval) is given, so a move back to a longer K step restores
     it; a route-direct tensor-core down takes down_tiles 1)."""
-    cfg = dataclasses.replace(cfg, **{field: value})
+    if field == "block_m+gate_up":
+        cfg = dataclasses.replace(cfg, block_m=value[0], gate_up=value[1])
+    else:
+        cfg = dataclasses.replace(cfg, **{field: value})
     if isinstance(cfg, policy.RouteDirectConfig):
         return dataclasses.replace(cfg, down_tiles=1) if cfg.down.swap_ab else cfg
     if isinstance(cfg, policy.GroupedConfig):

@@ -340,13 +340,31 @@ def test_a_second_sweep_reaches_moves_that_pay_after_another():
             (cfg.block_m, narrow), 20.0) + (cfg.group_m != 1) + (cfg.down != start.down) + other_tiles
 
     timed = []
-    moves = list(tune.candidates("grouped", "fp8_tensor"))
+    moves = [mv for mv in tune.candidates("grouped", "fp8_tensor") if mv[0] != "block_m+gate_up"]
     one, t_one, _ = tune.descend(start, moves, "fp8_tensor", "grouped", fake_time, float("inf"))
     two, t_two, t_start = tune.descend(start, moves, "fp8_tensor", "grouped", fake_time, float("inf"),
                                        lambda cfg, us, err: timed.append(cfg), sweeps=3)
     assert (one.block_m, one.gate_up.block_n, t_one) == (128, 64, 9.5)
     assert (two.block_m, two.gate_up.block_n, t_two, t_start) == (64, 64, 5.0, 10.0)
     assert len(timed) == len(set(timed))  # each config timed once over the sweeps
+
+
+def test_the_joint_move_reaches_what_each_field_alone_cannot():
+    # Qwen3-30B fp8_tensor M=512 (eighth session): from BLOCK_M 16 with the fused 128-column
+    # gate/up, BLOCK_M 64 alone and the 64-column gate/up alone were slower, both together faster
+    start = policy.GroupedConfig(16, policy.Tile(128, 128, 8, 3, swap_ab=True), policy.Tile(128, 128, 4, 3, swap_ab=True),
+                                 1, 128)                                     # the seventh session's entry
+
+    def fake_time(cfg):
+        t = {(16, 128): 245.6, (16, 64): 253.5, (64, 128): 266.7, (64, 64): 219.7}.get(
+            (cfg.block_m, cfg.gate_up.block_n), 300.0)
+        return t + (cfg.group_m != start.group_m) + (cfg.down.block_n != start.down.block_n)
+
+    moves = list(tune.candidates("grouped", "fp8_tensor"))
+    best, t_best, _ = tune.descend(start, moves, "fp8_tensor", "grouped", fake_time, float("inf"))
+    assert (best.block_m, best.gate_up.block_n, best.gate_up.swap_ab, best.down.swap_ab, t_best) == (64, 64, False,
+                                                                                                    False, 219.7)
+    assert policy.legal("grouped", best, "fp8_tensor")
 
 
 def test_tuner_moves_restore_the_promotion_interval():
