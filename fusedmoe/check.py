@@ -50,8 +50,9 @@ def layer_inputs(shape, m, gen, dtype=torch.bfloat16):
 
 
 def _other_gate_width(path: str, base: policy.GroupedConfig) -> tuple[str, policy.GroupedConfig]:
-    """The grouped FP8 variant with the other gate/up width: 64 columns (the SwiGLU output
-    requantised by a launch of its own) where the base fuses 128, else 128 (fused)."""
+    """The grouped FP8 variant with the other gate/up width than the heuristic's ``base`` (not
+    the dispatched table entry): 64 columns (the SwiGLU output requantised by a launch of its
+    own) where it fuses 128, else 128 (fused, 8 warps)."""
     width = 128 if base.gate_up.block_n == 64 else 64
     warps = 8 if width == 128 else base.gate_up.num_warps
     return (f"{path}_gate{width}",
@@ -64,7 +65,8 @@ def variants(path: str, m: int, shape, fmt: str) -> list[tuple[str, object]]:
     each launched with and without PDL, and 4 H tiles per GEMV down program (PDL); for grouped
     FP8 also K steps of 64, the MMA sums promoted every 32 columns (the most accurate interval)
     and every 64 where the rule (policy.grouped_promote_k) picks 128, and the other gate/up
-    width (64 columns with the SwiGLU output requantised by a launch of its own, or 128 fused)."""
+    width (64 columns with the SwiGLU output requantised by a launch of its own, or 128 fused);
+    the grouped variants change the heuristic's tiles, not a table entry's."""
     if path != "route_direct":
         if fmt not in FP8_FORMATS:
             return [(path, None)]
@@ -79,7 +81,7 @@ def variants(path: str, m: int, shape, fmt: str) -> list[tuple[str, object]]:
                 _other_gate_width(path, base)]
         if base.fp8_promote_k > 64:
             runs.append((path + "_promote64", dataclasses.replace(base, fp8_promote_k=64)))
-        return runs
+        return [(label, cfg if cfg is None else policy.fit_registers(cfg, fmt)) for label, cfg in runs]
     sms = torch.cuda.get_device_properties(DEV).multi_processor_count
     base = policy.route_direct_config(m, shape.top_k, shape.num_local_experts, shape.hidden_size,
                                       shape.intermediate_size, fmt, sms)

@@ -111,13 +111,15 @@ def grouped_promote_k(m: int, gate_up: Tile, down: Tile, fmt: str = "fp8_tensor"
     return min(want, gate_up.block_k, down.block_k) if min(gate_up.block_k, down.block_k) >= 32 else 32
 
 
-def _fit_registers(cfg: GroupedConfig, fmt: str) -> GroupedConfig:
-    """``cfg`` with 8 warps on a 64-column fp8_block gate/up tile at BLOCK_M >= 64 that promotes
-    its sums more often than every 128 columns: with 4 warps it spills (255 registers, 3
-    LDL/STL, where every 128 columns takes 183 and fp8_tensor 182-186; 8 warps: 152; compiled
-    for sm_90, scripts/compile_check.py)."""
+def fit_registers(cfg: GroupedConfig, fmt: str) -> GroupedConfig:
+    """``cfg`` with 8 warps on an fp8_block gate/up tile of 64 columns, BLOCK_M 64 and 4 warps
+    that promotes its sums within a K step (0 < fp8_promote_k < BLOCK_K): it spills there (255
+    registers, 3 LDL/STL; every 128 columns: 183; fp8_tensor: 182-186; with 8 warps 152, one
+    CTA per SM; compiled for sm_90, scripts/compile_check.py).  A table entry tuned at one M
+    can serve M/2 with the rule's shorter interval; the tuner times candidates after this too."""
     gu = cfg.gate_up
-    if fmt == "fp8_block" and gu.block_n < 128 and not gu.swap_ab and gu.num_warps < 8 and cfg.fp8_promote_k < 128:
+    if (fmt == "fp8_block" and gu.block_n < 128 and cfg.block_m == 64 and not gu.swap_ab and gu.num_warps < 8
+            and 0 < cfg.fp8_promote_k < gu.block_k):
         return dataclasses.replace(cfg, gate_up=dataclasses.replace(gu, num_warps=8))
     return cfg
 
@@ -145,14 +147,17 @@ def grouped_config(m: int, top_k: int, num_experts: int, hidden: int, inter: int
         # into the epilogue (one launch fewer), and it takes 8 warps even with swap-AB:
         # promoting the FP8 sums to fp32 (grouped_promote_k) costs a third accumulator
         # (at BLOCK_M 32 with 4 warps it spilled 15 LDL/STL; with 8 it holds in 203 registers).
+        # fp8_block's 64-column tile at BLOCK_M 64 promoted every 64 columns (M < 512) needs 8
+        # warps (fit_registers), so one CTA per SM: there the fused tile stays too.
         bm = min(bm, 64)
-        gate_up = Tile(64, 128, 4, 3, swap_ab=swap) if bm >= 32 else Tile(128, 128, 8, 3, swap_ab=swap)
+        one_cta = fmt == "fp8_block" and bm == 64 and m < GROUPED_PROMOTE_128_MIN_TOKENS
+        gate_up = Tile(64, 128, 4, 3, swap_ab=swap) if bm >= 32 and not one_cta else Tile(128, 128, 8, 3, swap_ab=swap)
         down = Tile(128, 128, warps, 3, swap_ab=swap)
     else:
         gate_up, down = Tile(64, 64, warps, 3, swap_ab=swap), Tile(128, 64, warps, 3, swap_ab=swap)
     cfg = GroupedConfig(bm, gate_up, down, grouped_group_m(m * top_k, num_experts, bm),
                         grouped_promote_k(m, gate_up, down, fmt))
-    return _fit_registers(cfg, fmt)
+    return fit_registers(cfg, fmt)
 
 
 def grouped_group_m(num_routes: int, num_experts: int, block_m: int) -> int:
@@ -353,7 +358,7 @@ def tuned_config(path: str, device_name: str, m: int, top_k: int, num_experts: i
             cfg = _from_dict(path, e["config"])
             if path == "grouped":
                 rule = grouped_promote_k(m, cfg.gate_up, cfg.down, fmt)
-                cfg = _fit_registers(dataclasses.replace(
+                cfg = fit_registers(dataclasses.replace(
                     cfg, fp8_promote_k=min(e["config"].get("fp8_promote_k", rule), rule)), fmt)
             if fmt == "fp8_block" and path == "route_direct":  # tensor-core tiles: one block scale per K step
                 gate_up, down = (dataclasses.replace(t, block_k=128) if t.swap_ab else t for t in (cfg.gate_up, cfg.down))

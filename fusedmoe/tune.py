@@ -81,15 +81,17 @@ def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
     for bn, bk, warps, stages in itertools.product((64, 128, 256), ks, (4, 8), (3, 4)):
         yield "down", policy.Tile(bn, bk, warps, stages)
     if fp8:
-        # BLOCK_M and the 64-column gate/up in one move: at Qwen3-30B M=512 each alone was
-        # slower (BLOCK_M 16 -> 64, or 64 columns at BLOCK_M 16: 253.5 against 245.6 us) and
-        # both together faster (219.7; eighth session), which one-field descent cannot reach
+        # BLOCK_M and the 64-column gate/up in one move: at Qwen3-30B M=512 (eighth session)
+        # each alone was slower than the start's 245.2 us (BLOCK_M 64: 266.7 in the tuner; 64
+        # columns at BLOCK_M 16: 247.7) and both together faster (219.7 in promote_probe), which
+        # one-field descent cannot reach
         for bm, warps, stages in itertools.product((32, 64), (4, 8), (3, 4)):
             yield "block_m+gate_up", (bm, policy.Tile(64, 128, warps, stages))
 
 
 def apply(cfg, field: str, value, promote_k: int | None = None):
-    """``cfg`` with one field replaced (grouped tiles swap A and B exactly below 64 rows, and
+    """``cfg`` with one field replaced, or BLOCK_M and gate/up for 'block_m+gate_up' (grouped
+    tiles swap A and B exactly below 64 rows, and
     promote FP8 sums at most every BLOCK_K columns: every min(promote_k, BLOCK_K) columns when
     ``promote_k`` (the start's interval) is given, so a move back to a longer K step restores
     it; a route-direct tensor-core down takes down_tiles 1)."""
@@ -131,6 +133,8 @@ def descend(start, moves: list[tuple[str, object]], fmt: str, path: str, time_us
                 if f != field or time.monotonic() > deadline:
                     continue
                 cfg = apply(base, f, v, getattr(start, "fp8_promote_k", None))
+                if path == "grouped":  # time what the policy would serve
+                    cfg = policy.fit_registers(cfg, fmt)
                 if cfg in seen or not policy.legal(path, cfg, fmt):
                     continue
                 seen.add(cfg)
@@ -342,6 +346,8 @@ def updated_entries(entries: list[dict], key: tuple, path: str, best, t_best: fl
         kept = policy._from_dict(path, old[-1]["config"])
         if path == "grouped" and "fp8_promote_k" not in old[-1]["config"]:  # served with the rule's interval
             kept = dataclasses.replace(kept, fp8_promote_k=best.fp8_promote_k)
+        if path == "grouped":
+            kept = policy.fit_registers(kept, key[4])
         if kept == best:
             return entries
     num_experts, top_k, hidden, inter, fmt, m = key

@@ -46,11 +46,39 @@ def test_grouped_heuristic_fp8_gate_up_64_columns_from_block_m_32(fmt):
         cfg = policy.grouped_config(m, 8, 128, 4096, 192, fmt)
         assert (cfg.block_m, cfg.gate_up.block_n == 64) == (bm, narrow)
         assert grouped.splits_quantisation(w, cfg) == narrow and policy.legal("grouped", cfg, fmt)
-    # fp8_block's 64-column tile promoted every 64 columns (M < 512) spills with 4 warps
-    # (scripts/compile_check.py): it takes 8
+    # fp8_block's 64-column tile at BLOCK_M 64 promoted every 64 columns (M < 512) spills with 4
+    # warps and fits one CTA per SM with 8: the heuristic keeps the fused tile there
     low = policy.grouped_config(256, 2, 8, 4096, 7168, fmt)                 # 64 rows per expert
-    assert (low.block_m, low.gate_up.block_n, low.fp8_promote_k) == (64, 64, 64)
-    assert low.gate_up.num_warps == (8 if fmt == "fp8_block" else 4)
+    assert (low.block_m, low.fp8_promote_k) == (64, 64)
+    assert (low.gate_up.block_n, low.gate_up.num_warps) == ((128, 8) if fmt == "fp8_block" else (64, 4))
+
+
+def test_fit_registers_serves_fp8_block_narrow_tiles_with_8_warps(tmp_path, monkeypatch):
+    # An fp8_tensor entry tuned at M=512 (64-column gate/up, 4 warps, promotion 128) serves
+    # fp8_block at M=256, where the rule promotes every 64 columns: 8 warps (4 would spill)
+    gu, dn = policy.Tile(64, 128, 4, 3), policy.Tile(128, 128, 8, 3)
+    entry = dataclasses.asdict(policy.GroupedConfig(64, gu, dn, 1, 128))
+    _write_table(tmp_path, monkeypatch, [dict(num_experts=8, top_k=2, hidden=4096, inter=7168,
+                                              format="fp8_tensor", tokens=512, config=entry)], path="grouped")
+    served = {(fmt, m): policy.tuned_config("grouped", "NVIDIA H200", m, 2, 8, 4096, 7168, fmt)
+              for fmt in ("fp8_tensor", "fp8_block") for m in (256, 512)}
+    assert served["fp8_block", 256].gate_up.num_warps == 8 and served["fp8_block", 256].fp8_promote_k == 64
+    assert [served[k].gate_up.num_warps for k in (("fp8_block", 512), ("fp8_tensor", 256), ("fp8_tensor", 512))] == [4] * 3
+    # never promoting, or a K step no longer than the interval, needs no partial: left alone
+    for promote, bk in ((0, 128), (64, 64)):
+        cfg = policy.GroupedConfig(64, dataclasses.replace(gu, block_k=bk), dn, 1, promote)
+        assert policy.fit_registers(cfg, "fp8_block") == cfg
+
+
+def test_check_variants_flip_the_gate_up_width():
+    from fusedmoe import check
+    from fusedmoe.shapes import PRESETS
+
+    for m, want in ((64, "grouped_gate64"), (4096, "grouped_gate128")):
+        runs = dict(check.variants("grouped", m, PRESETS["qwen3_30b_a3b"], "fp8_tensor"))
+        base = policy.grouped_config(m, 8, 128, 2048, 768, "fp8_tensor")
+        assert runs[want].gate_up.block_n == 192 - base.gate_up.block_n
+        assert all(policy.legal("grouped", c, "fp8_tensor") for c in runs.values() if c is not None)
 
 
 @pytest.fixture(autouse=True)
