@@ -310,9 +310,11 @@ def legal(path: str, cfg: GroupedConfig | RouteDirectConfig, fmt: str) -> bool:
                and t.num_warps >= 1 and t.num_stages >= 1 and t.split_k >= 1 for t in tiles)
     if path == "grouped":
         # FP8: one scale per K step (BLOCK_K divides 128), and an e4m3 MMA needs K >= 32; gate/up
-        # tiles of 128 hold one SwiGLU output group (fused requantisation), of 64 half of one
-        # (a requantisation launch of its own, grouped.splits_quantisation)
-        scaled_ok = fmt not in FP8_FORMATS or (cfg.gate_up.block_n in (64, 128)
+        # tiles of 128 hold one SwiGLU output group (fused requantisation), of 64 or 32 part of
+        # one (a requantisation launch of its own, grouped.splits_quantisation); 32 only
+        # unswapped, since swapped its 32 weight rows on the MMA's M side have no wgmma
+        gu = cfg.gate_up
+        scaled_ok = fmt not in FP8_FORMATS or ((gu.block_n in (64, 128) or gu.block_n == 32 and not gu.swap_ab)
                                                and all(128 % t.block_k == 0 and t.block_k >= 32 for t in tiles))
         promote_ok = cfg.fp8_promote_k == 0 or cfg.fp8_promote_k in (32, 64, 128) and (
             fmt not in FP8_FORMATS or all(t.block_k >= cfg.fp8_promote_k for t in tiles))

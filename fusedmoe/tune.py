@@ -74,7 +74,7 @@ def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
         yield "block_m", bm
     for group in (1, 4, 16):
         yield "group_m", group
-    gate_n = (64, 128) if fp8 else (32, 64, 128)  # FP8 64: requantised by a launch of its own
+    gate_n = (32, 64, 128)  # FP8 32/64: requantised by a launch of its own; FP8 32 unswapped only
     ks = (64, 128)
     for bn, bk, warps, stages in itertools.product(gate_n, ks, (4, 8), (3, 4)):
         yield "gate_up", policy.Tile(bn, bk, warps, stages)
@@ -87,6 +87,11 @@ def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
         # one-field descent cannot reach
         for bm, warps, stages in itertools.product((32, 64), (4, 8), (3, 4)):
             yield "block_m+gate_up", (bm, policy.Tile(64, 128, warps, stages))
+        # BLOCK_M 128 with 32 columns: 168 registers with 4 warps and 72 KB at 3 stages, three
+        # CTAs per SM where the 128-row tiles of 64 or 128 columns fit one (compiled for sm_90,
+        # scripts/compile_check.py); twice the activation reads per output of 128 columns
+        for warps, stages in itertools.product((4, 8), (3, 4)):
+            yield "block_m+gate_up", (128, policy.Tile(32, 128, warps, stages))
 
 
 def apply(cfg, field: str, value, promote_k: int | None = None):

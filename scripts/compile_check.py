@@ -53,13 +53,13 @@ def route_down(topk, w_scale, split, shared, act, bias, bn, bk):
                 BLOCK_N=bn, BLOCK_K=bk)
 
 
-def gate_up_64(fmt, bm, warps, promote):
-    """A case of the grouped gate/up with 64 columns and an fp32 SwiGLU output (swap-AB below
-    BLOCK_M 64); fp8_tensor with row-scaled x, fp8_block with block scales."""
+def gate_up_narrow(fmt, bn, bm, warps, promote):
+    """A case of the grouped gate/up with BLOCK_N ``bn`` < 128 and an fp32 SwiGLU output
+    (swap-AB below BLOCK_M 64); fp8_tensor with row-scaled x, fp8_block with block scales."""
     fp8, w_scale = (2, 1) if fmt == "fp8_tensor" else (True, 2)
-    return (f"grouped_gate_up {fmt} 64 wide M{bm} {warps} warps promote{promote}, fp32 out", grouped_gate_up_kernel,
+    return (f"grouped_gate_up {fmt} {bn} wide M{bm} {warps} warps promote{promote}, fp32 out", grouped_gate_up_kernel,
             dict(GATE_UP_FP8, act_ptr="*fp32"),
-            grouped(bm, 64, 128, bm < 64, fp8, w_scale, QUANT_OUT=False, ACTIVATION=0, PROMOTE_K=promote), warps, True)
+            grouped(bm, bn, 128, bm < 64, fp8, w_scale, QUANT_OUT=False, ACTIVATION=0, PROMOTE_K=promote), warps, True)
 
 
 CASES = [
@@ -88,10 +88,13 @@ CASES = [
     # gate/up tiles of 64 columns (SwiGLU out in fp32, requantised by a launch of its own):
     # the heuristic's take 4 warps, but fp8_block promoted every 64 columns at BLOCK_M 64 takes 8
     # (with 4 it spills, 255 registers and 3 LDL/STL: policy.fit_registers)
-    *[gate_up_64(fmt, bm, warps, promote) for fmt, bm, warps, promote in (
+    *[gate_up_narrow(fmt, 64, bm, warps, promote) for fmt, bm, warps, promote in (
         ("fp8_tensor", 64, 8, 128), ("fp8_tensor", 64, 4, 128), ("fp8_tensor", 64, 4, 64), ("fp8_tensor", 32, 4, 128),
         ("fp8_block", 64, 8, 128), ("fp8_block", 64, 4, 128), ("fp8_block", 64, 8, 64), ("fp8_block", 128, 8, 64),
         ("fp8_block", 32, 4, 64), ("fp8_block", 32, 4, 32))],
+    # 32 columns at BLOCK_M 128 (a tuner move): three CTAs per SM with 4 warps
+    *[gate_up_narrow(fmt, 32, 128, 4, promote) for fmt, promote in (("fp8_tensor", 128), ("fp8_block", 128),
+                                                                    ("fp8_block", 64))],
     ("grouped_down bf16 group8", grouped_down_kernel, DOWN_BF16, grouped(64, 128, 64, False, False, 0, GROUP_M=8), 8,
      True),
     ("grouped_down bf16 swap-AB M16", grouped_down_kernel, DOWN_BF16, grouped(16, 128, 64, True, False, 0), 4, True),

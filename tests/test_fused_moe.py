@@ -346,16 +346,18 @@ def test_grouped_block_sizes_and_swap_ab(block_m, swap_ab, group_m, fmt, device)
 
 
 @pytest.mark.parametrize("fmt", ["fp8_tensor", "fp8_block"])
-@pytest.mark.parametrize("block_m", [32, 64])
-def test_grouped_fp8_gate_up_tiles_of_half_a_group(block_m, fmt, monkeypatch, device):
-    # FP8 gate/up tiles of 64 columns hold half a SwiGLU output group: it is written in fp32 and
-    # requantised by a launch of its own, to the same rows and scales as the fused epilogue.
+@pytest.mark.parametrize("block_m,gate_n", [(32, 64), (64, 64), (64, 32), (128, 32)])
+def test_grouped_fp8_gate_up_tiles_of_part_of_a_group(block_m, gate_n, fmt, monkeypatch, device):
+    # FP8 gate/up tiles of 64 or 32 columns hold part of a SwiGLU output group: it is written in
+    # fp32 and requantised by a launch of its own, to the same rows and scales as the fused epilogue.
     weights, x, tw, ids = make_layer(23, 6, 2, 72, 200, fmt, device)
     fused = policy.GroupedConfig(block_m, policy.Tile(128, 64, 4, 2, swap_ab=block_m < 64),
                                  policy.Tile(64, 64, 4, 2, swap_ab=block_m < 64))
-    split = dataclasses.replace(fused, gate_up=dataclasses.replace(fused.gate_up, block_n=64))
+    split = dataclasses.replace(fused, gate_up=dataclasses.replace(fused.gate_up, block_n=gate_n))
     assert policy.legal("grouped", split, fmt)
-    assert not policy.legal("grouped", dataclasses.replace(fused, gate_up=policy.Tile(32, 64, 4, 2)), fmt)
+    # 32 columns swapped would put 32 weight rows on the MMA's M side (no wgmma): not a config
+    assert not policy.legal("grouped", dataclasses.replace(fused, gate_up=policy.Tile(32, 64, 4, 2, swap_ab=True)), fmt)
+    assert not policy.legal("grouped", dataclasses.replace(fused, gate_up=policy.Tile(16, 64, 4, 2)), fmt)
     got = run_and_check(weights, x, tw, ids, "grouped", config=split)
     want = fused_moe(x, weights, tw, ids, path="grouped", config=fused)
     assert rel_l2(got, want) <= 1e-2  # the MMA may add in another order; the rest is the same arithmetic
