@@ -147,17 +147,17 @@ def grouped_config(m: int, top_k: int, num_experts: int, hidden: int, inter: int
         # into the epilogue (one launch fewer), and it takes 8 warps even with swap-AB:
         # promoting the FP8 sums to fp32 (grouped_promote_k) costs a third accumulator
         # (at BLOCK_M 32 with 4 warps it spilled 15 LDL/STL; with 8 it holds in 203 registers).
-        # fp8_block's 64-column tile at BLOCK_M 64 promoted every 64 columns (M < 512) needs 8
-        # warps (fit_registers), so one CTA per SM: there the fused tile stays too.
+        # Where the 64-column tile needs 8 warps (fit_registers: fp8_block at BLOCK_M 64 promoted
+        # every 64 columns, M < 512) it fits one CTA per SM: there the fused tile stays too.
         bm = min(bm, 64)
-        one_cta = fmt == "fp8_block" and bm == 64 and m < GROUPED_PROMOTE_128_MIN_TOKENS
-        gate_up = Tile(64, 128, 4, 3, swap_ab=swap) if bm >= 32 and not one_cta else Tile(128, 128, 8, 3, swap_ab=swap)
         down = Tile(128, 128, warps, 3, swap_ab=swap)
-    else:
-        gate_up, down = Tile(64, 64, warps, 3, swap_ab=swap), Tile(128, 64, warps, 3, swap_ab=swap)
-    cfg = GroupedConfig(bm, gate_up, down, grouped_group_m(m * top_k, num_experts, bm),
-                        grouped_promote_k(m, gate_up, down, fmt))
-    return fit_registers(cfg, fmt)
+        fused = GroupedConfig(bm, Tile(128, 128, 8, 3, swap_ab=swap), down, grouped_group_m(m * top_k, num_experts, bm),
+                              grouped_promote_k(m, Tile(128, 128), down, fmt))
+        narrow = dataclasses.replace(fused, gate_up=Tile(64, 128, 4, 3, swap_ab=swap))
+        return narrow if bm >= 32 and fit_registers(narrow, fmt) == narrow else fused
+    gate_up, down = Tile(64, 64, warps, 3, swap_ab=swap), Tile(128, 64, warps, 3, swap_ab=swap)
+    return GroupedConfig(bm, gate_up, down, grouped_group_m(m * top_k, num_experts, bm),
+                         grouped_promote_k(m, gate_up, down, fmt))
 
 
 def grouped_group_m(num_routes: int, num_experts: int, block_m: int) -> int:
