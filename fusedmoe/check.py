@@ -62,8 +62,7 @@ def _other_gate_width(path: str, base: policy.GroupedConfig) -> tuple[str, polic
 def variants(path: str, m: int, shape, fmt: str) -> list[tuple[str, object]]:
     """(label, config) runs of a path: its dispatched config (None), for route-direct also the
     tensor-core forms (gate/up, and down with FP8 weights; the tuned tables may pick them),
-    each launched with and without PDL and with the L2 prefetches (PDL), and 4 H tiles per GEMV
-    down program (PDL); for grouped
+    each launched with and without PDL, and 4 H tiles per GEMV down program (PDL); for grouped
     FP8 also K steps of 64, the MMA sums promoted every 32 columns (the most accurate interval)
     and every 64 where the rule (policy.grouped_promote_k) picks 128, and the other gate/up
     width (64 columns with the SwiGLU output requantised by a launch of its own, or 128 fused);
@@ -91,8 +90,6 @@ def variants(path: str, m: int, shape, fmt: str) -> list[tuple[str, object]]:
     return [(path, None), (path + "_mma", mma), (path + "_nopdl", dataclasses.replace(base, pdl=False)),
             (path + "_pdl", dataclasses.replace(base, pdl=True)),
             (path + "_mma_pdl", dataclasses.replace(mma, pdl=True)),
-            (path + "_prefetch", dataclasses.replace(base, pdl=True, prefetch_own=True, prefetch_down=True)),
-            (path + "_mma_prefetch", dataclasses.replace(mma, pdl=True, prefetch_own=True, prefetch_down=True)),
             (path + "_tiles4", dataclasses.replace(base, down_tiles=4, pdl=True))]  # the heuristic's down is GEMV
 
 

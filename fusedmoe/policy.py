@@ -70,19 +70,12 @@ class RouteDirectConfig:
     down_tiles: tiles of H each GEMV down program computes in turn (its token's routing read
     once, fewer programs); 1 for the tensor-core down.  A tuner move: on the H200 it won in 9
     of 60 decode cases by more than 2% (DeepSeek-V3 TP8 M=2..4, Hunyuan, GPT-OSS bf16) and
-    lost in most others, most at M=1 where fewer programs cannot fill the GPU (sixth session).
-    prefetch_own: each program of both kernels first asks L2 (sm_90 bulk prefetch) for all the
-    weight rows it will read, so they are in flight at once, not one K step per round trip.
-    prefetch_down: the gate/up programs ask L2 for their routes' down matrices, which then
-    stream from HBM while gate/up finishes (down reads L2); for layers whose active down
-    weights fit in L2 beside gate/up's stream.  Neither changes a result."""
+    lost in most others, most at M=1 where fewer programs cannot fill the GPU (sixth session)."""
 
     gate_up: Tile
     down: Tile
     pdl: bool = False
     down_tiles: int = 1
-    prefetch_own: bool = False
-    prefetch_down: bool = False
 
 
 def grouped_block_m(num_routes: int, num_experts: int) -> int:
@@ -307,8 +300,7 @@ def _from_dict(path: str, d: dict) -> GroupedConfig | RouteDirectConfig:
     if path == "grouped":
         return GroupedConfig(d["block_m"], Tile(**d["gate_up"]), Tile(**d["down"]), d.get("group_m", 1),
                              d.get("fp8_promote_k", 32))
-    return RouteDirectConfig(Tile(**d["gate_up"]), Tile(**d["down"]), d.get("pdl", False), d.get("down_tiles", 1),
-                             d.get("prefetch_own", False), d.get("prefetch_down", False))
+    return RouteDirectConfig(Tile(**d["gate_up"]), Tile(**d["down"]), d.get("pdl", False), d.get("down_tiles", 1))
 
 
 def legal(path: str, cfg: GroupedConfig | RouteDirectConfig, fmt: str) -> bool:

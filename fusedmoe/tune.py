@@ -42,7 +42,7 @@ MAX_REL_L2 = 0.01
 
 def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
     """(field, value) moves of the coordinate descent: 'gate_up'/'down' tiles, 'block_m',
-    'group_m', route-direct 'pdl', 'prefetch_own', 'prefetch_down' and 'down_tiles', grouped FP8 'block_m+gate_up' (both at
+    'group_m', route-direct 'pdl' and 'down_tiles', grouped FP8 'block_m+gate_up' (both at
     once: value (BLOCK_M, gate/up tile))."""
     fp8 = fmt in FP8_FORMATS
     if path == "route_direct":
@@ -50,9 +50,6 @@ def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
         # candidate log's first two entries of a case are the start config without and with it
         for pdl in (False, True):
             yield "pdl", pdl
-        for flag in ("prefetch_own", "prefetch_down"):  # L2 prefetch: with the launch mode, before the tiles
-            for on in (False, True):
-                yield flag, on
         for bn, bk, split in itertools.product((4, 8, 16), (512, 1024, 2048), (1, 2, 4)):  # GEMV form
             yield "gate_up", policy.Tile(bn, bk, 8, 1, split)
         # Narrow rows, the whole of a 4096-wide H in one load (one DRAM round trip at M=1;

@@ -139,25 +139,6 @@ CASES = [
     ("route_down_mma fp8_block k8 N16 PDL", route_down_mma_kernel,
      dict(w_ptr=FP8, ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16"),
      dict(route_down(8, 2, 1, True, 0, False, 16, 128), PDL=True), 4, True),
-    # L2 bulk prefetches (RouteDirectConfig.prefetch_own / prefetch_down): UBLKPF in each kernel
-    ("route_gate_up fp8_tensor PDL prefetch", route_gate_up_kernel,
-     dict(x_ptr="*bf16", w_ptr=FP8, w2_ptr=FP8, ids_ptr="*i32"),
-     dict(W_SCALE=1, SPLIT_K=1, ACTIVATION=0, HAS_BIAS=False, BLOCK_N=8, BLOCK_K=1024, PDL=True,
-          PREFETCH_OWN=True, PREFETCH_DOWN=True), 8, False),
-    ("route_gate_up fp8_block split2 prefetch", route_gate_up_kernel,
-     dict(x_ptr="*bf16", w_ptr=FP8, w2_ptr=FP8, ids_ptr="*i32"),
-     dict(W_SCALE=2, SPLIT_K=2, ACTIVATION=0, HAS_BIAS=False, BLOCK_N=16, BLOCK_K=512, PDL=True,
-          PREFETCH_OWN=True, PREFETCH_DOWN=True), 8, False),
-    ("route_gate_up_mma bf16 N32 prefetch", route_gate_up_mma_kernel,
-     dict(x_ptr="*bf16", w_ptr="*bf16", w2_ptr="*bf16", ids_ptr="*i32"),
-     dict(W_SCALE=0, SPLIT_K=1, ACTIVATION=0, HAS_BIAS=False, BLOCK_N=32, BLOCK_K=256, PDL=True,
-          PREFETCH_OWN=True, PREFETCH_DOWN=True), 4, True),
-    ("route_down fp8_tensor k8 PDL prefetch", route_down_kernel,
-     dict(w_ptr=FP8, ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16"),
-     dict(route_down(8, 1, 1, False, 0, False, 8, 256), PDL=True, PREFETCH_OWN=True), 4, False),
-    ("route_down_mma fp8_block k8 N16 prefetch", route_down_mma_kernel,
-     dict(w_ptr=FP8, ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16"),
-     dict(route_down(8, 2, 1, True, 0, False, 16, 128), PDL=True, PREFETCH_OWN=True), 4, True),
     # several H tiles per GEMV down program (RouteDirectConfig.down_tiles)
     ("route_down fp8_tensor k8 tiles4 K64 PDL", route_down_kernel,
      dict(w_ptr=FP8, ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16"),
@@ -183,7 +164,7 @@ CASES = [
 
 # Integer arguments that are multiples of 16 at real model shapes: the JIT specialises those
 # (and 16-byte aligned pointers) at run time, which enables vectorised loads; compile alike.
-DIVISIBLE_BY_16 = {"H", "I", "hidden", "stride_x", "stride_we", "stride_wn", "stride_w2e", "stride_act", "stride_y", "stride_o",
+DIVISIBLE_BY_16 = {"H", "I", "hidden", "stride_x", "stride_we", "stride_wn", "stride_act", "stride_y", "stride_o",
                    "stride_s", "stride_a", "stride_q", "stride_gu", "cols"}
 
 
@@ -215,7 +196,7 @@ def sass_facts(cubin: bytes) -> dict:
     wait_at, launch_at = sass.find("ACQBULK"), sass.find("PREEXIT")
     return dict(hgmma=sass.count("HGMMA"), qgmma=sass.count("QGMMA"), registers=int(regs.group(1)) if regs else None,
                 local_bytes=int(local.group(1)) if local else None, spill_ops=len(re.findall(r"\b(?:LDL|STL)\b", sass)),
-                pdl_wait=sass.count("ACQBULK"), pdl_launch=sass.count("PREEXIT"), l2_prefetch=sass.count("UBLKPF"),
+                pdl_wait=sass.count("ACQBULK"), pdl_launch=sass.count("PREEXIT"),
                 pdl_wait_first=launch_at < 0 or 0 <= wait_at < launch_at)
 
 
@@ -231,8 +212,7 @@ def main() -> int:
         try:
             facts = sass_facts(compile_case(kernel, ptrs, constexprs, warps).asm["cubin"])
             bad = ((needs_wgmma and facts["hgmma"] + facts["qgmma"] == 0) or facts["spill_ops"] > 0
-                   or (constexprs.get("PDL", False) and facts["pdl_wait"] == 0) or not facts["pdl_wait_first"]
-                   or (constexprs.get("PREFETCH_OWN", False) and facts["l2_prefetch"] == 0))
+                   or (constexprs.get("PDL", False) and facts["pdl_wait"] == 0) or not facts["pdl_wait_first"])
         except Exception as e:  # report every kernel, not only the first failure
             facts, bad = dict(error=f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"), True
         ok &= not bad

@@ -280,12 +280,10 @@ def test_route_direct_split_k_and_small_tiles(fmt, gate_up, device):
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("tensor_cores", [False, True])
 @pytest.mark.parametrize("i", [100, 136])  # down's whole K in the tile loaded before the wait, or two steps
-@pytest.mark.parametrize("prefetch", [False, True])
-def test_route_direct_pdl_is_bitwise_the_plain_launches(fmt, tensor_cores, i, prefetch, device):
-    # Programmatic dependent launch and the L2 prefetches change when the kernels start and
-    # when bytes arrive, not what they compute: bitwise the plain launches, eagerly and (on the
-    # GPU) replayed from a CUDA graph of three chained layers with new inputs.  The interpreter
-    # runs the PDL code without griddepcontrol and the prefetch code without its instruction.
+def test_route_direct_pdl_is_bitwise_the_plain_launches(fmt, tensor_cores, i, device):
+    # Programmatic dependent launch changes when the kernels start, not what they compute:
+    # bitwise the plain launches, eagerly and (on the GPU) replayed from a CUDA graph of three
+    # chained layers with new inputs.  The interpreter runs the PDL code without griddepcontrol.
     from fusedmoe.paths import route_direct
 
     m, e, k, h = 3, 6, 3, 300
@@ -296,8 +294,7 @@ def test_route_direct_pdl_is_bitwise_the_plain_launches(fmt, tensor_cores, i, pr
         tiles = (policy.Tile(16, 128, 4, 2, split_k=2, swap_ab=True), policy.Tile(16, 128, 4, 2, swap_ab=down_mma))
     else:
         tiles = (policy.Tile(8, 128, 4, 1, split_k=2), policy.Tile(16, 128, 4, 1))
-    plain = policy.RouteDirectConfig(*tiles)
-    pdl = policy.RouteDirectConfig(*tiles, pdl=True, prefetch_own=prefetch, prefetch_down=prefetch)
+    plain, pdl = policy.RouteDirectConfig(*tiles), policy.RouteDirectConfig(*tiles, pdl=True)
     assert policy.legal("route_direct", pdl, fmt)
     assert route_direct._pdl_launch(pdl, x.device).get("PDL")  # the PDL kernel code runs here too
     want = fused_moe(x, weights, tw, ids, path="route_direct", config=plain, shared_output=shared)

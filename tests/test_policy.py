@@ -296,7 +296,7 @@ def test_down_tiles_moves():
     assert not policy.legal("route_direct", dataclasses.replace(mma, down_tiles=2), "fp8_tensor")
     assert not policy.legal("route_direct", dataclasses.replace(gemv, down_tiles=0), "fp8_tensor")
     fields = {f for f, _ in tune.candidates("route_direct", "fp8_tensor")}
-    assert {"pdl", "prefetch_own", "prefetch_down", "gate_up", "down", "down_tiles"} == fields
+    assert {"pdl", "gate_up", "down", "down_tiles"} == fields
 
 
 def test_restricted_tuning_compiles_every_combination_of_its_moves():

@@ -27,14 +27,6 @@ then visible), then lets the down grid launch.  A down program reads the routing
 before gate/up began) and loads its first weight tile, then waits for the gate/up grid
 before it reads act or writes out.  So the down grid's launch and first weight loads overlap
 the gate/up tail instead of following it.  Without PDL the two instructions do nothing.
-
-L2 prefetch (sm_90 bulk prefetch, ``cp.async.bulk.prefetch.L2``; one thread per program issues
-it, no registers are held and nothing waits for it; skipped under the interpreter):
-``PREFETCH_OWN``: each program first asks L2 for all the weight rows it will read, so its
-whole range is in flight at once rather than one K step per round trip.  ``PREFETCH_DOWN``:
-the gate/up programs of the first route on each expert share out that expert's down matrix
-and ask L2 for it, so HBM streams the down weights while gate/up finishes and the down
-kernel reads them from L2.  Either changes no result, only when bytes arrive.
 """
 
 from __future__ import annotations
@@ -62,67 +54,6 @@ def _pdl_launch_dependents():
     """Let the next grid in the stream launch: griddepcontrol.launch_dependents."""
     if not _INTERPRETING:
         gdc_launch_dependents()
-
-
-@triton.jit
-def _l2_prefetch(ptr, nbytes, PIECE: tl.constexpr = 16384):
-    """Ask L2 for the bytes [ptr, ptr + nbytes) (their 16-byte-aligned interior, as the bulk
-    prefetch needs), in pieces of PIECE bytes, issued by thread 0 of the program."""
-    if not _INTERPRETING:
-        start = ptr.to(tl.int64, bitcast=True)
-        lo = (start + 15) & -16
-        hi = (start + nbytes) & -16
-        for a in range(lo, hi, PIECE):
-            size = tl.minimum(hi - a, PIECE).to(tl.int32)
-            tl.inline_asm_elementwise(
-                "{ .reg .pred p; .reg .u32 t; mov.u32 t, %tid.x; setp.eq.u32 p, t, 0; "
-                "@p cp.async.bulk.prefetch.L2.global [$1], $2; mov.u32 $0, 0; }",
-                "=r,l,r", [a, size], dtype=tl.int32, is_pure=False, pack=1)
-
-
-@triton.jit
-def _l2_prefetch_rows(row0_ptr, rows, row_stride, cols):
-    """_l2_prefetch of ``rows`` rows of ``cols`` elements from row0_ptr, rows ``row_stride``
-    elements apart: one range when they are contiguous, else one per row."""
-    esize: tl.constexpr = row0_ptr.dtype.element_ty.primitive_bitwidth // 8
-    if row_stride == cols:
-        _l2_prefetch(row0_ptr, rows * cols * esize)
-    else:
-        for i in range(rows):
-            _l2_prefetch(row0_ptr + i * row_stride, cols * esize)
-
-
-@triton.jit
-def _first_on_expert(ids_ptr, r, gid, CHUNK: tl.constexpr = 64):
-    """Whether no route before r is on expert gid (routes that share an expert prefetch once)."""
-    earlier = 0
-    for c in range(0, r, CHUNK):
-        idx = c + tl.arange(0, CHUNK)
-        earlier += tl.sum((tl.load(ids_ptr + idx, mask=idx < r, other=-1) == gid).to(tl.int32))
-    return earlier == 0
-
-
-@triton.jit
-def _gate_up_prefetch(w_ptr, w2_ptr, e, nt, s, k_lo, k_hi, H, I, stride_we, stride_wn, stride_w2e,
-                      SPLIT_K: tl.constexpr, BLOCK_N: tl.constexpr, PREFETCH_OWN: tl.constexpr,
-                      PREFETCH_DOWN: tl.constexpr):
-    """The L2 prefetches of gate/up program (tile nt, split s) on expert e: its gate and up
-    rows over [k_lo, k_hi) (PREFETCH_OWN), and its share, (nt, s) of the route's tiles x
-    splits, of the expert's down matrix [H, I], contiguous (PREFETCH_DOWN)."""
-    if PREFETCH_OWN:
-        n0 = nt * BLOCK_N
-        rows = tl.minimum(BLOCK_N, I - n0)
-        for half in tl.static_range(2):
-            _l2_prefetch_rows(w_ptr + e * stride_we + (half * I + n0).to(tl.int64) * stride_wn + k_lo, rows,
-                              stride_wn, k_hi - k_lo)
-    if PREFETCH_DOWN:
-        esize: tl.constexpr = w2_ptr.dtype.element_ty.primitive_bitwidth // 8
-        total = H.to(tl.int64) * I
-        shares = tl.cdiv(I, BLOCK_N) * SPLIT_K
-        per = tl.cdiv(tl.cdiv(total, shares), 16) * 16
-        start = (nt * SPLIT_K + s) * per
-        if start < total:
-            _l2_prefetch(w2_ptr + e * stride_w2e + start, tl.minimum(per, total - start) * esize)
 
 
 @triton.jit
@@ -164,11 +95,10 @@ def _gate_up_program(R, I, H, SPLIT_K: tl.constexpr, BLOCK_N: tl.constexpr, BLOC
 
 @triton.jit
 def route_gate_up_kernel(
-        x_ptr, w_ptr, ws_ptr, b_ptr, ids_ptr, act_ptr, w2_ptr,
-        H, I, R, expert_offset, num_local, TOPK, stride_x, stride_we, stride_wn, stride_wse, stride_wsn, stride_w2e,
+        x_ptr, w_ptr, ws_ptr, b_ptr, ids_ptr, act_ptr,
+        H, I, R, expert_offset, num_local, TOPK, stride_x, stride_we, stride_wn, stride_wse, stride_wsn,
         W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr,
-        BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr = False,
-        PREFETCH_OWN: tl.constexpr = False, PREFETCH_DOWN: tl.constexpr = False):
+        BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr = False):
     """SPLIT_K == 1: act[r, n] = act(G_e x_t + b_g)[n] * (U_e x_t + b_u)[n]; else act[s, r, :] =
     partial [G_e x_t, U_e x_t] over the s-th K range (the bias in split 0).  e = ids[r] -
     expert_offset, t = r // TOPK; bias b [E, 2I] if HAS_BIAS."""
@@ -177,10 +107,6 @@ def route_gate_up_kernel(
     if not is_held(gid, expert_offset, num_local):
         return
     e = (gid - expert_offset).to(tl.int64)
-    if PREFETCH_OWN or PREFETCH_DOWN:
-        if _first_on_expert(ids_ptr, r, gid):
-            _gate_up_prefetch(w_ptr, w2_ptr, e, nt, s, k_lo, k_hi, H, I, stride_we, stride_wn, stride_w2e,
-                              SPLIT_K, BLOCK_N, PREFETCH_OWN, PREFETCH_DOWN)
     tok = (r // TOPK).to(tl.int64)
     offs_k = tl.arange(0, BLOCK_K)
     offs_g = tl.arange(0, BLOCK_K // 128) if W_SCALE == 2 else tl.arange(0, 1)
@@ -248,11 +174,10 @@ def _route_group(ids_ptr, r, gid, R, MATES: tl.constexpr, CHUNK: tl.constexpr):
 
 @triton.jit
 def route_gate_up_mma_kernel(
-        x_ptr, w_ptr, ws_ptr, b_ptr, ids_ptr, act_ptr, w2_ptr,
-        H, I, R, expert_offset, num_local, TOPK, stride_x, stride_we, stride_wn, stride_wse, stride_wsn, stride_w2e,
+        x_ptr, w_ptr, ws_ptr, b_ptr, ids_ptr, act_ptr,
+        H, I, R, expert_offset, num_local, TOPK, stride_x, stride_we, stride_wn, stride_wse, stride_wsn,
         W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr,
-        BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr = False,
-        PREFETCH_OWN: tl.constexpr = False, PREFETCH_DOWN: tl.constexpr = False):
+        BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr = False):
     """The gate/up step of route_gate_up_kernel (same outputs) on the tensor cores, swap-AB:
     the expert's [2*BLOCK_N, BLOCK_K] weight tile is the MMA's M side and up to 16 routes on
     that expert its N side, so routes sharing an expert stream its rows once.  Only the route
@@ -270,9 +195,6 @@ def route_gate_up_mma_kernel(
     if not lead:
         return
     e = (gid - expert_offset).to(tl.int64)
-    if PREFETCH_OWN or PREFETCH_DOWN:  # leads of later groups of 16 on the expert repeat it (rare)
-        _gate_up_prefetch(w_ptr, w2_ptr, e, nt, s, k_lo, k_hi, H, I, stride_we, stride_wn, stride_w2e,
-                          SPLIT_K, BLOCK_N, PREFETCH_OWN, PREFETCH_DOWN)
     tok = tl.where(ok, mates // TOPK, 0).to(tl.int64)
     offs_k = tl.arange(0, BLOCK_K)
     x_base = x_ptr + tok[:, None] * stride_x
@@ -352,19 +274,6 @@ def _combine_token(y, r, held, e, t, n, n_ok, ws_ptr, b_ptr, tw_ptr, shared_ptr,
 
 
 @triton.jit
-def _down_prefetch(w_ptr, ids_ptr, t, n0, rows, H, I, expert_offset, num_local, stride_we, stride_wn,
-                   TOPK: tl.constexpr):
-    """PREFETCH_OWN of a down program: rows [n0, n0 + rows) of H, all of I, of each of token
-    t's held routes' experts."""
-    count = tl.minimum(rows, H - n0)
-    for j in range(TOPK):
-        gid = tl.load(ids_ptr + t * TOPK + j)
-        if is_held(gid, expert_offset, num_local):
-            row0 = w_ptr + (gid - expert_offset).to(tl.int64) * stride_we + n0.to(tl.int64) * stride_wn
-            _l2_prefetch_rows(row0, count, stride_wn, I)
-
-
-@triton.jit
 def _down_weights(w_ptr, e, held, t0, it, steps, offs_n, offs_k, H, I, stride_we, stride_wn,
                   BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     """route_down_kernel's weight tile [KP, BLOCK_N, BLOCK_K] (as stored) of its step ``it``:
@@ -423,7 +332,7 @@ def route_down_kernel(
         H, I, R, expert_offset, num_local, stride_we, stride_wn, stride_wse, stride_wsn, stride_s, stride_o,
         TOPK: tl.constexpr, W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, HAS_SHARED: tl.constexpr,
         ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-        PDL: tl.constexpr = False, TILES: tl.constexpr = 1, PREFETCH_OWN: tl.constexpr = False):
+        PDL: tl.constexpr = False, TILES: tl.constexpr = 1):
     """out[t, n] = sum_j w[t,j] * (W2_e act_r + b_e)[n] (+ shared[t, n]), r = t*TOPK + j, over held
     routes; bias b [E, H] if HAS_BIAS.  A program computes TILES consecutive tiles of BLOCK_N
     rows of H for its token, one K step after another (its routes read once).  With PDL its
@@ -432,9 +341,6 @@ def route_down_kernel(
     pid = tl.program_id(0)
     t = pid % (R // TOPK)  # token-fastest, as in gate/up: shared experts' tiles meet in L2
     t0 = (pid // (R // TOPK)) * TILES
-    if PREFETCH_OWN:
-        _down_prefetch(w_ptr, ids_ptr, t, t0 * BLOCK_N, TILES * BLOCK_N, H, I, expert_offset, num_local, stride_we,
-                       stride_wn, TOPK)
     r, held, e = _token_routes(ids_ptr, t, expert_offset, num_local, TOPK, KP)
     offs_n = tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
@@ -468,7 +374,7 @@ def route_down_mma_kernel(
         H, I, R, expert_offset, num_local, stride_we, stride_wn, stride_wse, stride_wsn, stride_s, stride_o,
         TOPK: tl.constexpr, W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, HAS_SHARED: tl.constexpr,
         ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-        PDL: tl.constexpr = False, PREFETCH_OWN: tl.constexpr = False):
+        PDL: tl.constexpr = False):
     """route_down_kernel (same output) on the tensor cores, for FP8 weights: the [BLOCK_N,
     BLOCK_K] tiles of the token's k experts are stacked into one [k*BLOCK_N, BLOCK_K] MMA
     operand and multiplied by the token's k activation rows (the N side, padded to 16); route
@@ -480,8 +386,6 @@ def route_down_mma_kernel(
     pid = tl.program_id(0)
     t = pid % (R // TOPK)
     n0 = (pid // (R // TOPK)) * BLOCK_N
-    if PREFETCH_OWN:
-        _down_prefetch(w_ptr, ids_ptr, t, n0, BLOCK_N, H, I, expert_offset, num_local, stride_we, stride_wn, TOPK)
     # stacked rows: route j = row // BLOCK_N, output column n0 + row % BLOCK_N
     row = tl.arange(0, KP * BLOCK_N)
     j_row = row // BLOCK_N

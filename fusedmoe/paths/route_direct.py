@@ -31,17 +31,6 @@ def _pdl_launch(config: RouteDirectConfig, device: torch.device) -> dict:
     return dict(PDL=True) if interpreting() else {}
 
 
-def _prefetch(config: RouteDirectConfig, weights: ExpertWeights, gate_up: bool) -> dict:
-    """The L2-prefetch constexprs of one kernel for ``config.prefetch_own`` / ``prefetch_down``
-    (a hint: only where it is set; the down matrix is shared out by the gate/up programs only
-    when each expert's [H, I] block is contiguous)."""
-    flags = dict(PREFETCH_OWN=True) if config.prefetch_own else {}
-    w2 = weights.w2
-    if gate_up and config.prefetch_down and w2.stride(2) == 1 and w2.stride(1) == w2.shape[2]:
-        flags["PREFETCH_DOWN"] = True
-    return flags
-
-
 def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Tensor, topk_ids: torch.Tensor,
                      out: torch.Tensor, shared_output: torch.Tensor | None, expert_offset: int,
                      config: RouteDirectConfig, activation: str = "silu") -> torch.Tensor:
@@ -58,13 +47,12 @@ def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torc
     act = torch.empty((r * inter) if split == 1 else (split * r * 2 * inter), dtype=torch.float32, device=x.device)
     ws, se, sn, mode = scale_args(weights, weights.w13_scale, x)
     gate_up = route_gate_up_mma_kernel if gu.swap_ab else route_gate_up_kernel
-    w2 = weights.w2
     gate_up[(r * cdiv(inter, gu.block_n) * split,)](
-        x, weights.w13, ws, optional_ptr(weights.w13_bias, x), topk_ids, act, w2, hidden, inter, r, expert_offset,
-        e_local, k, x.stride(0), weights.w13.stride(0), weights.w13.stride(1), se, sn, w2.stride(0),
+        x, weights.w13, ws, optional_ptr(weights.w13_bias, x), topk_ids, act, hidden, inter, r, expert_offset,
+        e_local, k, x.stride(0), weights.w13.stride(0), weights.w13.stride(1), se, sn,
         W_SCALE=mode, SPLIT_K=split, ACTIVATION=ACTIVATIONS[activation], HAS_BIAS=weights.w13_bias is not None,
-        BLOCK_N=gu.block_n, BLOCK_K=gu.block_k, num_warps=gu.num_warps,
-        num_stages=gu.num_stages if gu.swap_ab else 1, **pdl, **_prefetch(config, weights, gate_up=True))
+        BLOCK_N=gu.block_n, BLOCK_K=gu.block_k,
+        num_warps=gu.num_warps, num_stages=gu.num_stages if gu.swap_ab else 1, **pdl)
     ws, se, sn, mode = scale_args(weights, weights.w2_scale, x)
     down = route_down_mma_kernel if dn.swap_ab else route_down_kernel
     gemv_down = {} if dn.swap_ab else dict(TILES=config.down_tiles)
@@ -76,5 +64,5 @@ def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torc
         TOPK=k, W_SCALE=mode, SPLIT_K=split, HAS_SHARED=shared_output is not None,
         ACTIVATION=ACTIVATIONS[activation], HAS_BIAS=weights.w2_bias is not None,
         BLOCK_N=dn.block_n, BLOCK_K=dn.block_k, num_warps=dn.num_warps,
-        num_stages=dn.num_stages if dn.swap_ab else 1, **gemv_down, **pdl, **_prefetch(config, weights, gate_up=False))
+        num_stages=dn.num_stages if dn.swap_ab else 1, **gemv_down, **pdl)
     return out
