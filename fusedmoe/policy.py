@@ -345,9 +345,8 @@ _TABLE_FORMATS = {"bf16": ("bf16", "fp16"), "fp16": ("fp16", "bf16"), "fp8_tenso
 def tuned_config(path: str, device_name: str, m: int, top_k: int, num_experts: int, hidden: int, inter: int,
                  fmt: str) -> GroupedConfig | RouteDirectConfig | None:
     """The table entry for this shape and format (or a same-width format) nearest in token
-    count (log scale, within TABLE_MAX_TOKEN_RATIO); None when the device has no matching legal
-    entry.  A grouped entry's promotion interval is at most ``grouped_promote_k`` at this M (an
-    entry tuned at M=512 may serve M=256); one written without the field takes the rule."""
+    count (log scale, within TABLE_MAX_TOKEN_RATIO), as ``served_config`` serves it at this M;
+    None when the device has no matching legal entry."""
     def distance(e):
         return abs(math.log2(e["tokens"]) - math.log2(max(1, m)))
 
@@ -357,17 +356,28 @@ def tuned_config(path: str, device_name: str, m: int, top_k: int, num_experts: i
                  (num_experts, top_k, hidden, inter, f) and distance(e) <= math.log2(TABLE_MAX_TOKEN_RATIO) + 1e-9]
         cands.sort(key=distance)
         for e in cands:
-            cfg = _from_dict(path, e["config"])
-            if path == "grouped":
-                rule = grouped_promote_k(m, cfg.gate_up, cfg.down, fmt)
-                cfg = fit_registers(dataclasses.replace(
-                    cfg, fp8_promote_k=min(e["config"].get("fp8_promote_k", rule), rule)), fmt)
-            if fmt == "fp8_block" and path == "route_direct":  # tensor-core tiles: one block scale per K step
-                gate_up, down = (dataclasses.replace(t, block_k=128) if t.swap_ab else t for t in (cfg.gate_up, cfg.down))
-                cfg = dataclasses.replace(cfg, gate_up=gate_up, down=down)  # keeps pdl
+            cfg = served_config(path, e["config"], m, fmt)
             if legal(path, cfg, fmt):
                 return cfg
     return None
+
+
+def served_config(path: str, entry_config: dict, m: int, fmt: str) -> GroupedConfig | RouteDirectConfig:
+    """The config a table entry's ``config`` serves at M tokens in format ``fmt`` (the policy
+    and the tuner, which compares it with its best, both read entries through this): a
+    grouped entry promotes its FP8 sums at most every ``grouped_promote_k`` columns at this M
+    (an entry tuned at M=512 may serve M=256; one written without the field takes the rule),
+    with ``fit_registers``; an fp8_block route-direct entry's tensor-core tiles take K steps
+    of 128 (one block scale per step)."""
+    cfg = _from_dict(path, entry_config)
+    if path == "grouped":
+        rule = grouped_promote_k(m, cfg.gate_up, cfg.down, fmt)
+        return fit_registers(dataclasses.replace(cfg, fp8_promote_k=min(entry_config.get("fp8_promote_k", rule), rule)),
+                             fmt)
+    if fmt == "fp8_block":
+        gate_up, down = (dataclasses.replace(t, block_k=128) if t.swap_ab else t for t in (cfg.gate_up, cfg.down))
+        cfg = dataclasses.replace(cfg, gate_up=gate_up, down=down)  # keeps pdl
+    return cfg
 
 
 @functools.lru_cache(maxsize=4096)

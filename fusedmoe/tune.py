@@ -74,7 +74,11 @@ def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
         yield "block_m", bm
     for group in (1, 4, 16):
         yield "group_m", group
-    gate_n = (32, 64, 128)  # FP8 32/64: requantised by a launch of its own; FP8 32 unswapped only
+    # FP8 64: requantised by a launch of its own.  FP8 gate/up tiles of 32 columns (legal
+    # unswapped) are not tried: in the ninth session's A/B (Mixtral, Qwen3-30B and GPT-OSS TP4
+    # fp8_tensor, M = 2048 / 8192) every one, at BLOCK_M 64 and 128, took 1.02-1.30x the entry's
+    # time, and none won in the eighth session's logs; 16-bit ones won 3 of 14 cases
+    gate_n = (64, 128) if fp8 else (32, 64, 128)
     ks = (64, 128)
     for bn, bk, warps, stages in itertools.product(gate_n, ks, (4, 8), (3, 4)):
         yield "gate_up", policy.Tile(bn, bk, warps, stages)
@@ -87,11 +91,6 @@ def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
         # one-field descent cannot reach
         for bm, warps, stages in itertools.product((32, 64), (4, 8), (3, 4)):
             yield "block_m+gate_up", (bm, policy.Tile(64, 128, warps, stages))
-        # BLOCK_M 128 with 32 columns: 168 registers with 4 warps and 72 KB at 3 stages, three
-        # CTAs per SM where the 128-row tiles of 64 or 128 columns fit one (compiled for sm_90,
-        # scripts/compile_check.py); twice the activation reads per output of 128 columns
-        for warps, stages in itertools.product((4, 8), (3, 4)):
-            yield "block_m+gate_up", (128, policy.Tile(32, 128, warps, stages))
 
 
 def apply(cfg, field: str, value, promote_k: int | None = None):
@@ -346,16 +345,10 @@ def updated_entries(entries: list[dict], key: tuple, path: str, best, t_best: fl
     """The table's entries with the case ``key`` (E, top_k, H, I, format, M) set to ``best``.
     An entry that already holds ``best`` is kept whole (its fields and figures from the run
     that found it): a restricted A/B that moved nothing leaves the table as it was."""
-    old = [e for e in entries if _entry_key(e) == key]
-    if old:
-        kept = policy._from_dict(path, old[-1]["config"])
-        if path == "grouped" and "fp8_promote_k" not in old[-1]["config"]:  # served with the rule's interval
-            kept = dataclasses.replace(kept, fp8_promote_k=best.fp8_promote_k)
-        if path == "grouped":
-            kept = policy.fit_registers(kept, key[4])
-        if kept == best:
-            return entries
     num_experts, top_k, hidden, inter, fmt, m = key
+    old = [e for e in entries if _entry_key(e) == key]
+    if old and policy.served_config(path, old[-1]["config"], m, fmt) == best:
+        return entries
     return [e for e in entries if _entry_key(e) != key] + [dict(
         num_experts=num_experts, top_k=top_k, hidden=hidden, inter=inter, format=fmt, tokens=m,
         config=_as_dict(best), us=round(t_best, 2), start_us=round(t_start, 2))]

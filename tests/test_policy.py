@@ -354,6 +354,14 @@ def test_tuner_keeps_an_entry_it_did_not_improve():
     old = dict(entry, tokens=4096, config={k: v for k, v in dataclasses.asdict(grouped).items() if k != "fp8_promote_k"})
     gkey = (128, 8, 2048, 768, "fp8_tensor", 4096)
     assert tune.updated_entries([old], gkey, "grouped", grouped, 900.0, 900.0) == [old]
+    # an fp8_block route-direct entry is compared as served (tensor-core K steps of 128), as
+    # the tuner started from it
+    mma = policy.RouteDirectConfig(policy.Tile(32, 256, 4, 3, swap_ab=True), policy.Tile(16, 128, 4, 1))
+    block = dict(entry, format="fp8_block", config=dataclasses.asdict(mma))
+    served = policy.served_config("route_direct", block["config"], 1, "fp8_block")
+    assert served.gate_up.block_k == 128 and policy.legal("route_direct", served, "fp8_block")
+    bkey = (128, 8, 2048, 768, "fp8_block", 1)
+    assert tune.updated_entries([block], bkey, "route_direct", served, 15.1, 15.1) == [block]
 
 
 def test_a_second_sweep_reaches_moves_that_pay_after_another():
