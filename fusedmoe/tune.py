@@ -76,8 +76,8 @@ def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
         yield "group_m", group
     # FP8 64: requantised by a launch of its own.  FP8 gate/up tiles of 32 columns (legal
     # unswapped) are not tried: in the ninth session's A/B (Mixtral, Qwen3-30B and GPT-OSS TP4
-    # fp8_tensor, M = 2048 / 8192) every one, at BLOCK_M 64 and 128, took 1.02-1.30x the entry's
-    # time, and none won in the eighth session's logs; 16-bit ones won 3 of 14 cases
+    # fp8_tensor, M = 2048 / 8192) every one, at BLOCK_M 64 and 128, was slower than the entry
+    # (each case's best 32-column candidate 1.02-1.18x its time); 16-bit ones won 3 of 19 cases
     gate_n = (64, 128) if fp8 else (32, 64, 128)
     ks = (64, 128)
     for bn, bk, warps, stages in itertools.product(gate_n, ks, (4, 8), (3, 4)):
