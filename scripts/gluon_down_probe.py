@@ -78,6 +78,8 @@ def gluon_grouped_down_kernel(act_ptr, acts_ptr, w_desc, ws_ptr, routes_ptr, blo
     order, acts [R, cdiv(I, 128)] fp32, W2 [E, H, I] e4m3 as the descriptor's [E*H, I])."""
     BLOCK_N: gl.constexpr = w_desc.block_type.shape[0]
     BLOCK_K: gl.constexpr = w_desc.block_type.shape[1]
+    gl.static_assert(BLOCK_K == 128)                 # one activation scale per K step
+    gl.static_assert(BLOCK_M == 16 * num_warps)      # one 16-row MMA slice per warp, none duplicated
     num_n = gl.cdiv(H, BLOCK_N)
     b, nt = _block_of(gl.program_id(0), gl.num_programs(0), num_n, GROUP_M)
     if b >= gl.load(num_blocks_ptr):
@@ -179,9 +181,12 @@ def compile_only(block_m: int, block_n: int, stages: int, warps: int, group_m: i
     return row
 
 
-def run_gpu(names: list[str], tokens: list[int], block_m: int, block_n: int, stages: int, warps: int) -> list[dict]:
+def run_gpu(names: list[str], tokens: list[int], block_m: int, block_n: int, stages: int, warps: int,
+            group_m: int | None) -> list[dict]:
     """Each case: the Triton down with the config the policy serves, and the Gluon kernel on
-    the same inputs; rel-L2 of each against the fp64 product; graph-timed us and TFLOP/s."""
+    the same inputs; rel-L2 of each against the fp64 product; graph-timed us and TFLOP/s.
+    Each builds its own plan (its BLOCK_M).  The Gluon kernel's GROUP_M is ``group_m``, or by
+    default the Triton config's scaled to walk the same rows per weight tile."""
     import torch
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
@@ -203,6 +208,7 @@ def run_gpu(names: list[str], tokens: list[int], block_m: int, block_n: int, sta
             r = m * top_k
             ids = torch.rand(m, e_num, device=dev, generator=gen).argsort(dim=1)[:, :top_k].int().contiguous()
             act = torch.randn(r, inter, device=dev, generator=gen).to(torch.float8_e4m3fn)
+            assert act.is_contiguous()  # the Gluon gather's row stride is I
             acts = torch.rand(r, triton.cdiv(inter, 128), device=dev, generator=gen) + 0.5
             a64 = act.double() * acts.double().repeat_interleave(128, 1)[:, :inter]
             ref = torch.empty(r, hidden, device=dev, dtype=torch.float64)
@@ -213,6 +219,7 @@ def run_gpu(names: list[str], tokens: list[int], block_m: int, block_n: int, sta
             del a64
             cfg = policy.select_config("grouped", m, top_k, e_num, hidden, inter, "fp8_tensor", device_name(dev),
                                        num_sms(dev))
+            g_group = group_m or max(1, cfg.group_m * cfg.block_m // block_m)
             results = {}
             for impl, bm in (("triton", cfg.block_m), ("gluon", block_m)):
                 plan = build_plan(ids, e_num, bm)
@@ -233,7 +240,7 @@ def run_gpu(names: list[str], tokens: list[int], block_m: int, block_n: int, sta
                         gluon_grouped_down_kernel[(grid * triton.cdiv(hidden, block_n),)](
                             act, acts, w2_desc, ws, plan.sorted_routes, plan.block_expert, plan.num_blocks, y,
                             hidden, inter, acts.stride(0), y.stride(0),
-                            BLOCK_M=block_m, GROUP_M=cfg.group_m, STAGES=stages, num_warps=warps)
+                            BLOCK_M=block_m, GROUP_M=g_group, STAGES=stages, num_warps=warps)
                 call()
                 torch.cuda.synchronize()
                 err = float((y.double() - ref).norm() / ref.norm())
@@ -252,7 +259,10 @@ def run_gpu(names: list[str], tokens: list[int], block_m: int, block_n: int, sta
                     times.append(start.elapsed_time(end) * 1e3 / 10)
                 us = sorted(times)[2]
                 results[impl] = (us, err, y)
-                rows.append(dict(shape=name, m=m, impl=impl, block_m=bm, us=round(us, 1),
+                tiles = (dict(block_n=cfg.down.block_n, warps=cfg.down.num_warps, stages=cfg.down.num_stages,
+                              group_m=cfg.group_m) if impl == "triton" else
+                         dict(block_n=block_n, warps=warps, stages=stages, group_m=g_group))
+                rows.append(dict(shape=name, m=m, impl=impl, block_m=bm, **tiles, us=round(us, 1),
                                  tflops=round(2 * r * hidden * inter / us / 1e6, 1), rel_l2=err))
                 print(rows[-1], flush=True)
             diff = (results["gluon"][2].double() - results["triton"][2].double()).norm() / ref.norm()
@@ -270,7 +280,10 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--compile-only", action="store_true")
     ap.add_argument("--shapes", default="mixtral_8x7b_tp2,qwen3_30b_a3b,gpt_oss_120b_tp4")
     ap.add_argument("--tokens", default="2048,8192")
-    ap.add_argument("--tile", default="64,128", help="BLOCK_M,BLOCK_N (BLOCK_K is 128)")
+    ap.add_argument("--tile", default="64,128",
+                    help="BLOCK_M,BLOCK_N (BLOCK_K is 128; BLOCK_M = 16 x warps; 64,256 spills with 4 warps)")
+    ap.add_argument("--group-m", type=int, help="GROUP_M of the Gluon kernel (default: the Triton config's, "
+                    "scaled to the same rows per weight tile)")
     ap.add_argument("--stages", type=int, default=4)
     ap.add_argument("--warps", type=int, default=4)
     ap.add_argument("--out", type=Path)
@@ -280,7 +293,7 @@ def main(argv: list[str]) -> int:
         rows = [compile_only(bm, bn, args.stages, args.warps, g) for g in (1, 8)]
     else:
         rows = run_gpu(args.shapes.split(","), [int(t) for t in args.tokens.split(",")], bm, bn, args.stages,
-                       args.warps)
+                       args.warps, args.group_m)
     if args.out:
         args.out.write_text(json.dumps(rows, indent=1) + "\n")
     return 0
