@@ -64,6 +64,14 @@ def has_pdl(device: torch.device) -> bool:
     return _capability(device.index if device.index is not None else torch.cuda.current_device()) >= (9, 0)
 
 
+def is_sm90(device: torch.device) -> bool:
+    """Whether ``device`` is a Hopper GPU (sm_90) running compiled kernels: where the Gluon
+    kernels (wgmma, TMA) run."""
+    if device.type != "cuda" or interpreting():
+        return False
+    return _capability(device.index if device.index is not None else torch.cuda.current_device()) == (9, 0)
+
+
 def cdiv(a: int, b: int) -> int:
     """ceil(a / b) for launch grids: plain integers (``triton.cdiv`` costs microseconds a call on the host path)."""
     return -(-a // b)

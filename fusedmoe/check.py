@@ -59,14 +59,21 @@ def _other_gate_width(path: str, base: policy.GroupedConfig) -> tuple[str, polic
             dataclasses.replace(base, gate_up=dataclasses.replace(base.gate_up, block_n=width, num_warps=warps)))
 
 
+# The Gluon grouped variant runs from here: its sums are promoted every 128 columns, within the
+# accuracy bound from M=512 (policy.GROUPED_PROMOTE_128_MIN_TOKENS); graphs (bitwise replay)
+# run it at M=300 too.
+GLUON_MIN_TOKENS = 256
+
+
 def variants(path: str, m: int, shape, fmt: str) -> list[tuple[str, object]]:
     """(label, config) runs of a path: its dispatched config (None), for route-direct also the
     tensor-core forms (gate/up, and down with FP8 weights; the tuned tables may pick them),
     each launched with and without PDL, and 4 H tiles per GEMV down program (PDL); for grouped
     FP8 also K steps of 64, the MMA sums promoted every 32 columns (the most accurate interval)
     and every 64 where the rule (policy.grouped_promote_k) picks 128, and the other gate/up
-    width (64 columns with the SwiGLU output requantised by a launch of its own, or 128 fused);
-    the grouped variants change the heuristic's tiles, not a table entry's."""
+    width (64 columns with the SwiGLU output requantised by a launch of its own, or 128 fused),
+    and for fp8_tensor from GLUON_MIN_TOKENS the Gluon kernels; the grouped variants change the
+    heuristic's tiles, not a table entry's."""
     if path != "route_direct":
         if fmt not in FP8_FORMATS:
             return [(path, None)]
@@ -81,6 +88,8 @@ def variants(path: str, m: int, shape, fmt: str) -> list[tuple[str, object]]:
                 _other_gate_width(path, base)]
         if base.fp8_promote_k > 64:
             runs.append((path + "_promote64", dataclasses.replace(base, fp8_promote_k=64)))
+        if fmt == "fp8_tensor" and m >= GLUON_MIN_TOKENS:  # it promotes every 128 (the rule's from M=512)
+            runs.append((path + "_gluon", policy.gluon_grouped_config(64, base.group_m)))
         return [(label, cfg if cfg is None else policy.fit_registers(cfg, fmt)) for label, cfg in runs]
     sms = torch.cuda.get_device_properties(DEV).multi_processor_count
     base = policy.route_direct_config(m, shape.top_k, shape.num_local_experts, shape.hidden_size,
@@ -171,7 +180,7 @@ def sanitize() -> None:
     """Small ragged cases on every path and format: run under compute-sanitizer memcheck."""
     gen = torch.Generator(device=DEV).manual_seed(3)
     for e, k, h, i, m, offset, n_global in ((5, 3, 200, 136, 7, 2, 12), (33, 4, 72, 40, 3, 0, 33),
-                                            (4, 2, 256, 384, 40, 0, 4)):
+                                            (4, 2, 256, 384, 40, 0, 4), (6, 2, 272, 144, 300, 1, 9)):
         w13, w2 = dense_weights(e, h, i, gen)
         for fmt in ("bf16", "fp8_tensor", "fp8_block"):
             weights = ExpertWeights.from_dense(w13, w2, fmt)
@@ -179,7 +188,10 @@ def sanitize() -> None:
             ids = torch.randint(-1, n_global, (m, k), device=DEV, generator=gen, dtype=torch.int32)
             tw = torch.rand(m, k, device=DEV, generator=gen)
             for path in PATHS:
-                for _, cfg in variants(path, m, get_shape("qwen3_30b_a3b"), fmt):
+                runs = [cfg for _, cfg in variants(path, m, get_shape("qwen3_30b_a3b"), fmt)]
+                if path == "grouped" and fmt == "fp8_tensor":  # the Gluon kernels at every M here
+                    runs += [policy.gluon_grouped_config(64, 8), policy.gluon_grouped_config(128)]
+                for cfg in runs:
                     fused_moe(x, weights, tw, ids, path=path, expert_offset=offset, num_experts=n_global,
                               shared_output=torch.randn_like(x), config=cfg)
     torch.cuda.synchronize()

@@ -52,13 +52,19 @@ class GroupedConfig:
     tensor core's own accumulation, about 14 significant bits, as vLLM's FP8 kernel runs): an
     opt-in only, never picked by the policy.  Promotion matters only where a K step's sum
     goes on unscaled (fp8_tensor's gate/up): steps with their own scales start a fresh sum.
-    Not a tuner move (its accuracy gate is 1%)."""
+    Not a tuner move (its accuracy gate is 1%).
+    gluon (fp8_tensor, sm_90): run the two GEMMs as the Gluon kernels of
+    ``paths/_grouped_gluon_kernels.py`` (TMA weights, async wgmma) with these tiles
+    (``gluon_grouped_config``); elsewhere, and for layers they do not cover
+    (``grouped.uses_gluon``), the Triton kernels run the same tiles.  Not yet measured in
+    the grouped form, so the policy does not pick it; a tuner move."""
 
     block_m: int
     gate_up: Tile
     down: Tile
     group_m: int = 1
     fp8_promote_k: int = 32
+    gluon: bool = False
 
 
 @dataclass(frozen=True)
@@ -76,6 +82,17 @@ class RouteDirectConfig:
     down: Tile
     pdl: bool = False
     down_tiles: int = 1
+
+
+GLUON_STAGES = {64: 4, 128: 3}  # 96 KB of ring per CTA: two CTAs per SM (compiled for sm_90)
+
+
+def gluon_grouped_config(block_m: int, group_m: int = 1) -> GroupedConfig:
+    """The Gluon kernels' tiles at BLOCK_M 64 or 128: one 16-row MMA slice per warp, gate/up
+    tiles of 64 columns each of gate and up, down tiles of 128, K steps of 128 (promoted
+    every 128), the ring of GLUON_STAGES.  161-172 registers, no spills."""
+    warps, stages = block_m // 16, GLUON_STAGES[block_m]
+    return GroupedConfig(block_m, Tile(64, 128, warps, stages), Tile(128, 128, warps, stages), group_m, 128, gluon=True)
 
 
 def grouped_block_m(num_routes: int, num_experts: int) -> int:
@@ -299,7 +316,7 @@ def load_table(device_name: str, path: str) -> tuple[dict, ...]:
 def _from_dict(path: str, d: dict) -> GroupedConfig | RouteDirectConfig:
     if path == "grouped":
         return GroupedConfig(d["block_m"], Tile(**d["gate_up"]), Tile(**d["down"]), d.get("group_m", 1),
-                             d.get("fp8_promote_k", 32))
+                             d.get("fp8_promote_k", 32), d.get("gluon", False))
     return RouteDirectConfig(Tile(**d["gate_up"]), Tile(**d["down"]), d.get("pdl", False), d.get("down_tiles", 1))
 
 
@@ -318,7 +335,10 @@ def legal(path: str, cfg: GroupedConfig | RouteDirectConfig, fmt: str) -> bool:
                                                and all(128 % t.block_k == 0 and t.block_k >= 32 for t in tiles))
         promote_ok = cfg.fp8_promote_k == 0 or cfg.fp8_promote_k in (32, 64, 128) and (
             fmt not in FP8_FORMATS or all(t.block_k >= cfg.fp8_promote_k for t in tiles))
-        return (pow2 and scaled_ok and promote_ok and cfg.block_m >= 16
+        # the Gluon kernels: fp8_tensor, exactly their tile set (gluon_grouped_config)
+        gluon_ok = not cfg.gluon or (fmt == "fp8_tensor" and cfg.block_m in GLUON_STAGES
+                                            and cfg == gluon_grouped_config(cfg.block_m, cfg.group_m))
+        return (pow2 and scaled_ok and promote_ok and gluon_ok and cfg.block_m >= 16
                 and all(t.block_k >= 16 and t.block_n >= 16 for t in tiles)
                 and all(t.split_k == 1 for t in tiles) and cfg.group_m >= 1)
     gu, dn = cfg.gate_up, cfg.down

@@ -27,8 +27,11 @@ from triton.compiler import ASTSource
 from fusedmoe._epilogue_kernels import _combine_kernel, _quantize_rows_kernel, _quantize_whole_rows_kernel, _swiglu_kernel
 from fusedmoe._plan_kernels import _plan_single_kernel
 from fusedmoe.paths._grouped_kernels import grouped_down_kernel, grouped_gate_up_kernel
+from fusedmoe.paths._grouped_gluon_kernels import (K_STEP, gluon_grouped_down_kernel, gluon_grouped_gate_up_kernel,
+                                                  weight_tile_layout)
 from fusedmoe.paths._route_direct_kernels import (route_down_kernel, route_down_mma_kernel, route_gate_up_kernel,
                                                   route_gate_up_mma_kernel)
+from fusedmoe.policy import gluon_grouped_config
 
 TARGET = GPUTarget("cuda", 90, 32)
 CUOBJDUMP = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
@@ -201,6 +204,39 @@ def sass_facts(cubin: bytes) -> dict:
                 pdl_wait_first=launch_at < 0 or 0 <= wait_at < launch_at)
 
 
+def compile_gluon(gemm: str, block_m: int, group_m: int = 1):
+    """A Gluon grouped GEMM ('gate_up' or 'down') compiled for sm_90 with the tiles of
+    ``policy.gluon_grouped_config(block_m)``; returns (compiled kernel, ptxas's stdout+stderr on
+    its PTX, where a serialised wgmma shows as warning C7514)."""
+    from triton.experimental.gluon._runtime import GluonASTSource
+
+    cfg = gluon_grouped_config(block_m, group_m)
+    tile = cfg.gate_up if gemm == "gate_up" else cfg.down
+    desc = f"tensordesc<fp8e4nv[{tile.block_n}, {K_STEP}],{weight_tile_layout(tile.block_n)!r}>"
+    common = {"w_desc": desc, "ws_ptr": "*fp32", "routes_ptr": "*i32", "block_expert_ptr": "*i32",
+              "num_blocks_ptr": "*i32"}
+    if gemm == "down":
+        kernel = gluon_grouped_down_kernel
+        sig = {"act_ptr": "*fp8e4nv", "acts_ptr": "*fp32", **common, "y_ptr": "*bf16", "H": "i32", "I": "i32",
+               "stride_acts": "i32", "stride_y": "i32"}
+    else:
+        kernel = gluon_grouped_gate_up_kernel
+        sig = {"x_ptr": "*fp8e4nv", "xs_ptr": "*fp32", **common, "act_ptr": "*fp32", "H": "i32", "I": "i32",
+               "TOPK": "i32", "stride_act": "i32"}
+    sig.update(BLOCK_M="constexpr", GROUP_M="constexpr", STAGES="constexpr", num_warps="constexpr")
+    names = list(sig)  # as the JIT specialises real shapes: pointers aligned, sizes multiples of 16
+    attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in names
+             if n.endswith("_ptr") or n in ("H", "I", "stride_acts", "stride_y", "stride_act")}
+    src = GluonASTSource(kernel, sig, dict(BLOCK_M=block_m, GROUP_M=group_m, STAGES=tile.num_stages,
+                                           num_warps=tile.num_warps), attrs)
+    compiled = triton.compile(src, target=TARGET, options=dict(num_warps=tile.num_warps))
+    with tempfile.TemporaryDirectory() as d:
+        (Path(d) / "k.ptx").write_text(compiled.asm["ptx"])
+        ptxas = subprocess.run([str(CUOBJDUMP.parent / "ptxas"), "-arch=sm_90a", f"{d}/k.ptx", "-o", f"{d}/k.cubin"],
+                               capture_output=True, text=True)
+    return compiled, ptxas.stdout + ptxas.stderr
+
+
 def main() -> int:
     if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
         print("compile_check: unset TRITON_INTERPRET (kernels must be compiled, not interpreted)")
@@ -215,6 +251,19 @@ def main() -> int:
             bad = ((needs_wgmma and facts["hgmma"] + facts["qgmma"] == 0) or facts["spill_ops"] > 0
                    or (constexprs.get("PDL", False) and facts["pdl_wait"] == 0) or not facts["pdl_wait_first"])
         except Exception as e:  # report every kernel, not only the first failure
+            facts, bad = dict(error=f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"), True
+        ok &= not bad
+        rows.append(dict(kernel=name, **facts, ok=not bad))
+        print(f"{'ok ' if not bad else 'BAD'} {name:34s} {facts}", flush=True)
+    # the Gluon grouped GEMMs (GroupedConfig.gluon): QGMMA, no spills, wgmma not serialised by ptxas
+    for gemm, block_m in (("gate_up", 64), ("gate_up", 128), ("down", 64), ("down", 128)):
+        name = f"gluon grouped_{gemm} M{block_m}"
+        try:
+            compiled, ptxas = compile_gluon(gemm, block_m, group_m=8)
+            facts = dict(sass_facts(compiled.asm["cubin"]), serialised="C7514" in ptxas,
+                         shared_bytes=compiled.metadata.shared)
+            bad = facts["qgmma"] == 0 or facts["spill_ops"] > 0 or facts["serialised"]
+        except Exception as e:
             facts, bad = dict(error=f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"), True
         ok &= not bad
         rows.append(dict(kernel=name, **facts, ok=not bad))

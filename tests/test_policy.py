@@ -376,7 +376,7 @@ def test_a_second_sweep_reaches_moves_that_pay_after_another():
             (cfg.block_m, narrow), 20.0) + (cfg.group_m != 1) + (cfg.down != start.down) + other_tiles
 
     timed = []
-    moves = [mv for mv in tune.candidates("grouped", "fp8_tensor") if mv[0] != "block_m+gate_up"]
+    moves = [mv for mv in tune.candidates("grouped", "fp8_tensor") if mv[0] not in ("block_m+gate_up", "gluon")]
     one, t_one, _ = tune.descend(start, moves, "fp8_tensor", "grouped", fake_time, float("inf"))
     two, t_two, t_start = tune.descend(start, moves, "fp8_tensor", "grouped", fake_time, float("inf"),
                                        lambda cfg, us, err: timed.append(cfg), sweeps=3)
@@ -410,3 +410,24 @@ def test_tuner_moves_restore_the_promotion_interval():
     k64 = tune.apply(start, "gate_up", dataclasses.replace(start.gate_up, block_k=64), start.fp8_promote_k)
     assert k64.fp8_promote_k == 64
     assert tune.apply(k64, "gate_up", start.gate_up, start.fp8_promote_k) == start
+
+
+def test_gluon_move_and_what_a_gluon_entry_serves(monkeypatch):
+    # The tuner's 'gluon' move (grouped fp8_tensor only) sets the Gluon kernels' tile set at
+    # BLOCK_M 64 / 128, or turns them off keeping the tiles (which the Triton kernels run).
+    assert {v for f, v in tune.candidates("grouped", "fp8_tensor") if f == "gluon"} == {0, 64, 128}
+    assert not any(f == "gluon" for f, _ in tune.candidates("grouped", "fp8_block"))
+    start = policy.grouped_config(2048, 8, 128, 2048, 768, "fp8_tensor")
+    on = tune.apply(start, "gluon", 128, promote_k=start.fp8_promote_k)
+    assert on == policy.gluon_grouped_config(128, start.group_m) and policy.legal("grouped", on, "fp8_tensor")
+    off = tune.apply(on, "gluon", 0)
+    assert not off.gluon and off.gate_up == on.gate_up and policy.legal("grouped", off, "fp8_tensor")
+    # they promote every 128 columns: below M=512 (the rule's 64) a move there is not legal
+    small = policy.grouped_config(64, 8, 128, 2048, 768, "fp8_tensor")
+    assert not policy.legal("grouped", tune.apply(small, "gluon", 64, promote_k=small.fp8_promote_k), "fp8_tensor")
+    # an entry tuned at M=512 serves M=256 only where the rule's interval leaves it legal: not there
+    entry = dict(num_experts=128, top_k=8, hidden=2048, inter=768, format="fp8_tensor", tokens=512,
+                 config=dataclasses.asdict(policy.gluon_grouped_config(64)))
+    monkeypatch.setattr(policy, "load_table", lambda device, path: (entry,) if path == "grouped" else ())
+    assert policy.tuned_config("grouped", "NVIDIA H200", 512, 8, 128, 2048, 768, "fp8_tensor").gluon
+    assert policy.tuned_config("grouped", "NVIDIA H200", 256, 8, 128, 2048, 768, "fp8_tensor") is None

@@ -17,9 +17,11 @@ from .. import quant
 from ..epilogue import ACTIVATIONS, combine_launch, quantize_rows
 from ..plan import build_plan, plan_launches
 from ..policy import GroupedConfig
-from .._runtime import cdiv
+from .._runtime import cdiv, is_sm90
 from ..weights import ExpertWeights
 from ._common import optional_ptr, scale_args
+from ._grouped_gluon_kernels import (K_STEP, gluon_grouped_down_kernel, gluon_grouped_gate_up_kernel,
+                                     weight_tile_layout)
 from ._grouped_kernels import ROW_SCALED, grouped_down_kernel, grouped_gate_up_kernel
 
 QUANTIZES_ACTIVATIONS = {"bf16": False, "fp16": False, "fp8_tensor": True, "fp8_block": True}
@@ -37,6 +39,18 @@ def splits_quantisation(weights: ExpertWeights, config: GroupedConfig | None) ->
     sm_90) write it in fp32, and ``quantize_rows`` makes the e4m3 rows and scales that the
     fused epilogue would have (bitwise: the same fp32 values, the same rounding)."""
     return weights.is_fp8 and config is not None and config.gate_up.block_n < quant.GROUP
+
+
+def uses_gluon(weights: ExpertWeights, config: GroupedConfig | None, device: torch.device, activation: str) -> bool:
+    """Whether ``config.gluon`` runs the Gluon kernels here: on sm_90, for fp8_tensor layers
+    they cover (SiLU, no biases, contiguous weights, H and I multiples of 16 for TMA rows and
+    16-byte copies), not while torch.compile traces the call.  Elsewhere the Triton kernels
+    run the same tiles."""
+    return (config is not None and config.gluon and weights.format == "fp8_tensor" and is_sm90(device)
+            and not torch.compiler.is_compiling()
+            and activation == "silu" and weights.w13_bias is None and weights.w2_bias is None
+            and weights.w13.is_contiguous() and weights.w2.is_contiguous()
+            and weights.hidden_size % 16 == 0 and weights.intermediate_size % 16 == 0)
 
 
 def kernel_launches(m: int, top_k: int, weights: ExpertWeights, config: GroupedConfig | None = None) -> int:
@@ -73,6 +87,10 @@ def grouped_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Ten
         act_s = act
     y = torch.empty(m * k, hidden, dtype=x.dtype, device=dev)
 
+    if uses_gluon(weights, config, dev, activation):
+        _gluon_gemms(a1, a1_s, weights, plan, act, y, config, k)
+        combine_launch(y, topk_weights, topk_ids, out, shared_output, expert_offset, e_local)
+        return out
     ws13, se13, sn13, mode = scale_args(weights, weights.w13_scale, x)
     grouped_gate_up_kernel[(max_blocks * cdiv(inter, gu.block_n),)](
         a1, a1_s, weights.w13, ws13, optional_ptr(weights.w13_bias, x),
@@ -98,3 +116,26 @@ def grouped_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Ten
         PROMOTE_K=config.fp8_promote_k, num_warps=dn.num_warps, num_stages=dn.num_stages)
     combine_launch(y, topk_weights, topk_ids, out, shared_output, expert_offset, e_local)
     return out
+
+
+def _gluon_gemms(x_q: torch.Tensor, x_s: torch.Tensor, weights: ExpertWeights, plan, act: torch.Tensor,
+                 y: torch.Tensor, config: GroupedConfig, top_k: int) -> None:
+    """gate/up -> act (fp32 [R, I]), its requantisation, down -> y [R, H], by the Gluon kernels
+    (``uses_gluon``); x_q [M, H] e4m3 with one scale per row x_s [M, 1]."""
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    hidden, inter = weights.hidden_size, weights.intermediate_size
+    bm, gu, dn = config.block_m, config.gate_up, config.down
+    grid = plan.block_expert.numel()
+    ring = dict(BLOCK_M=bm, GROUP_M=config.group_m, STAGES=gu.num_stages, num_warps=gu.num_warps)
+    w13 = TensorDescriptor(weights.w13.view(-1, hidden), [weights.w13.numel() // hidden, hidden], [hidden, 1],
+                           [gu.block_n, K_STEP], weight_tile_layout(gu.block_n))
+    gluon_grouped_gate_up_kernel[(grid * cdiv(inter, gu.block_n),)](
+        x_q, x_s, w13, weights.w13_scale, plan.sorted_routes, plan.block_expert, plan.num_blocks, act,
+        hidden, inter, top_k, act.stride(0), **ring)
+    act_q, act_s = quantize_rows(act)
+    w2 = TensorDescriptor(weights.w2.view(-1, inter), [weights.w2.numel() // inter, inter], [inter, 1],
+                          [dn.block_n, K_STEP], weight_tile_layout(dn.block_n))
+    gluon_grouped_down_kernel[(grid * cdiv(hidden, dn.block_n),)](
+        act_q, act_s, w2, weights.w2_scale, plan.sorted_routes, plan.block_expert, plan.num_blocks, y,
+        hidden, inter, act_s.stride(0), y.stride(0), **dict(ring, STAGES=dn.num_stages, num_warps=dn.num_warps))
