@@ -180,7 +180,8 @@ def sanitize() -> None:
     """Small ragged cases on every path and format: run under compute-sanitizer memcheck."""
     gen = torch.Generator(device=DEV).manual_seed(3)
     for e, k, h, i, m, offset, n_global in ((5, 3, 200, 136, 7, 2, 12), (33, 4, 72, 40, 3, 0, 33),
-                                            (4, 2, 256, 384, 40, 0, 4), (6, 2, 272, 144, 300, 1, 9)):
+                                            (4, 2, 256, 384, 40, 0, 4), (6, 2, 272, 144, 300, 1, 9),
+                                            (64, 1, 48, 48, 3, 0, 64)):
         w13, w2 = dense_weights(e, h, i, gen)
         for fmt in ("bf16", "fp8_tensor", "fp8_block"):
             weights = ExpertWeights.from_dense(w13, w2, fmt)
@@ -189,7 +190,7 @@ def sanitize() -> None:
             tw = torch.rand(m, k, device=DEV, generator=gen)
             for path in PATHS:
                 runs = [cfg for _, cfg in variants(path, m, get_shape("qwen3_30b_a3b"), fmt)]
-                if path == "grouped" and fmt == "fp8_tensor":  # the Gluon kernels at every M here
+                if path == "grouped" and fmt == "fp8_tensor":  # the Gluon kernels where H, I % 16 == 0
                     runs += [policy.gluon_grouped_config(64, 8), policy.gluon_grouped_config(128)]
                 for cfg in runs:
                     fused_moe(x, weights, tw, ids, path=path, expert_offset=offset, num_experts=n_global,

@@ -84,7 +84,9 @@ class RouteDirectConfig:
     down_tiles: int = 1
 
 
-GLUON_STAGES = {64: 4, 128: 3}  # 96 KB of ring per CTA: two CTAs per SM (compiled for sm_90)
+# 96 KB of ring per CTA.  At BLOCK_M 64 (4 warps, 161-168 registers) two CTAs fit per SM, one
+# hiding the other's waits; at 128 (8 warps, 164-172) the registers fit one (compiled for sm_90).
+GLUON_STAGES = {64: 4, 128: 3}
 
 
 def gluon_grouped_config(block_m: int, group_m: int = 1) -> GroupedConfig:

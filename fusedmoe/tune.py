@@ -123,14 +123,19 @@ def apply(cfg, field: str, value, promote_k: int | None = None):
 
 def descend(start, moves: list[tuple[str, object]], fmt: str, path: str, time_us: Callable[[object], float],
             deadline: float, record: Callable[[object, float | None, str | None], None] | None = None,
-            sweeps: int = 1) -> tuple[object, float, float]:
+            sweeps: int = 1, promote_k: int | None = None) -> tuple[object, float, float]:
     """Coordinate descent: for each field in turn, try every move from the best so far; up to
     ``sweeps`` sweeps, another only while the last one moved (a field that pays only after
     another has moved, such as BLOCK_M after a narrower gate/up tile, is reached by the
     second).  Each config is timed once.  Returns (best config, its time, the start's time);
     illegal or failing candidates are skipped.  ``record(config, us or None, error or None)``
-    sees every timed candidate, the start first."""
+    sees every timed candidate, the start first.  ``promote_k``: the grouped FP8 promotion
+    interval moves take (at most their K step; default the start's; ``run`` passes the rule's at
+    the case's M, so that a start clamped by a short K step does not bar longer ones, nor the
+    Gluon kernels, which promote every 128)."""
     record = record or (lambda cfg, us, err: None)
+    if promote_k is None:
+        promote_k = getattr(start, "fp8_promote_k", None)
     best, t_best = start, time_us(start)
     t_start = t_best
     record(start, t_start, None)
@@ -142,7 +147,7 @@ def descend(start, moves: list[tuple[str, object]], fmt: str, path: str, time_us
             for f, v in moves:
                 if f != field or time.monotonic() > deadline:
                     continue
-                cfg = apply(base, f, v, getattr(start, "fp8_promote_k", None))
+                cfg = apply(base, f, v, promote_k)
                 if path == "grouped":  # time what the policy would serve
                     cfg = policy.fit_registers(cfg, fmt)
                 if cfg in seen or not policy.legal(path, cfg, fmt):
@@ -224,7 +229,12 @@ def _moves(path: str, fmt: str, fields: set[str] | None) -> list[tuple[str, obje
 MAX_COMBINATIONS = 64
 
 
-def _configs_to_compile(base, path: str, fmt: str, fields: set[str] | None) -> list:
+def promote_rule(path: str, m: int, fmt: str) -> int | None:
+    """The grouped FP8 promotion interval the policy's rule takes at M (None off grouped)."""
+    return policy.grouped_promote_k(m, policy.Tile(128, 128), policy.Tile(128, 128), fmt) if path == "grouped" else None
+
+
+def _configs_to_compile(base, path: str, fmt: str, fields: set[str] | None, promote_k: int | None = None) -> list:
     """Configs the first sweep of a tuning run from ``base`` times: each move applied to base;
     for a restricted run (``fields``) with at most MAX_COMBINATIONS, every combination of its
     moves, which descent can reach (more, e.g. the tile fields: each move alone).  Later
@@ -232,12 +242,12 @@ def _configs_to_compile(base, path: str, fmt: str, fields: set[str] | None) -> l
     moves = _moves(path, fmt, fields)
     per_field = [[mv for mv in moves if mv[0] == f] for f in dict.fromkeys(f for f, _ in moves)]
     if fields is None or math.prod(len(p) for p in per_field) > MAX_COMBINATIONS:
-        return [apply(base, f, v) for f, v in moves]
+        return [apply(base, f, v, promote_k) for f, v in moves]
     out = []
     for combo in itertools.product(*per_field):
         cfg = base
         for f, v in combo:
-            cfg = apply(cfg, f, v)
+            cfg = apply(cfg, f, v, promote_k)
         out.append(cfg)
     return list(dict.fromkeys(out))
 
@@ -263,7 +273,7 @@ def _precompile(job) -> None:
     tw = torch.rand(m, k, device=dev)
     # the tiles the tuning run starts from are those of the real shape (its table entry)
     base = policy.select_config(path, m, k, shape.num_local_experts, h, i, fmt, device_name(dev), num_sms(dev))
-    for cfg in _configs_to_compile(base, path, fmt, fields)[first::stride]:
+    for cfg in _configs_to_compile(base, path, fmt, fields, promote_rule(path, m, fmt))[first::stride]:
         if policy.legal(path, cfg, fmt):
             try:
                 fused_moe(x, w, tw, ids, path=path, config=cfg, check_ids=False)
@@ -335,7 +345,7 @@ def run(shapes, formats, tokens, paths, budget_s: float, out_dir: Path, force: b
                         f.write(json.dumps(dict(case, config=_as_dict(cfg), us=us, error=err)) + "\n")
 
             best, t_best, t_start = descend(start, _moves(path, fmt, fields), fmt, path, timer, deadline, record,
-                                            sweeps)
+                                            sweeps, promote_rule(path, m, fmt))
             key = (shape.num_local_experts, shape.top_k, shape.hidden_size, shape.intermediate_size, fmt, m)
             doc["entries"] = updated_entries(doc["entries"], key, path, best, t_best, t_start)
             table_file.parent.mkdir(parents=True, exist_ok=True)

@@ -226,7 +226,7 @@ def compile_gluon(gemm: str, block_m: int, group_m: int = 1):
     sig.update(BLOCK_M="constexpr", GROUP_M="constexpr", STAGES="constexpr", num_warps="constexpr")
     names = list(sig)  # as the JIT specialises real shapes: pointers aligned, sizes multiples of 16
     attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in names
-             if n.endswith("_ptr") or n in ("H", "I", "stride_acts", "stride_y", "stride_act")}
+             if n.endswith("_ptr") or n in ("H", "I", "stride_y", "stride_act")}  # stride_acts: cdiv(I, 128)
     src = GluonASTSource(kernel, sig, dict(BLOCK_M=block_m, GROUP_M=group_m, STAGES=tile.num_stages,
                                            num_warps=tile.num_warps), attrs)
     compiled = triton.compile(src, target=TARGET, options=dict(num_warps=tile.num_warps))

@@ -367,19 +367,31 @@ def test_grouped_fp8_gate_up_tiles_of_part_of_a_group(block_m, gate_n, fmt, monk
     assert len(names) == grouped.kernel_launches(23, 2, weights, split) == grouped.kernel_launches(23, 2, weights) + 1
 
 
+def _windowed_ids(ids, e, gen_device):
+    """ids of a rank holding experts 1..e of e + 3: the held ones shifted into the window, and
+    about a tenth replaced by any global id (some outside the window)."""
+    ids = torch.where(ids >= 0, ids + 1, ids)
+    other = torch.randint(0, e + 3, ids.shape, device=gen_device, dtype=ids.dtype)
+    return torch.where(torch.rand(ids.shape, device=gen_device) < 0.1, other, ids).contiguous()
+
+
 @pytest.mark.parametrize("block_m", [64, 128])
-def test_grouped_gluon_config(block_m, monkeypatch, device):
+@pytest.mark.parametrize("case", ["ragged", "no_permute_top1"])
+def test_grouped_gluon_config(block_m, case, monkeypatch, device):
     # GroupedConfig.gluon: on sm_90 the Gluon kernels (TMA weights, async wgmma) compute the
-    # layer; elsewhere, and under the interpreter, the Triton kernels run the same tiles.  H and
-    # I are multiples of 16 (the Gluon kernels' need) but not of 128 or of the tiles, with an
-    # expert window, -1 ids and a shared output.  On the GPU also replayed from a CUDA graph.
+    # layer; elsewhere, and under the interpreter, the Triton kernels run the same tiles.
+    # ragged: H and I multiples of 16 (the Gluon kernels' need) but not of 128 or of the tiles.
+    # no_permute_top1: one route per block (routes * 4 <= experts), top-1, tiles wider than H, I.
+    # Both on an expert window with ids outside it, -1 ids and a shared output; on the GPU
+    # also replayed from a CUDA graph.
     from fusedmoe.paths import grouped
     from fusedmoe._runtime import is_sm90
 
-    m, e, k, h, i = (300, 6, 2, 272, 144) if ON_GPU else (40, 6, 2, 272, 144)
+    m, e, k, h, i = {"ragged": (300 if ON_GPU else 40, 6, 2, 272, 144), "no_permute_top1": (3, 64, 1, 48, 48)}[case]
     weights, x, tw, ids = make_layer(m, e, k, h, i, "fp8_tensor", device)
-    ids[ids >= 0] += 1  # global ids 1..6 held by this rank's window of 6 experts from 1, of 9
+    ids = _windowed_ids(ids, e, device)
     shared = torch.randn_like(x)
+    window = dict(shared_output=shared, expert_offset=1, num_experts=e + 3)
     cfg = policy.gluon_grouped_config(block_m, 4)
     assert policy.legal("grouped", cfg, "fp8_tensor")
     assert not policy.legal("grouped", cfg, "fp8_block") and not policy.legal("grouped", cfg, "bf16")
@@ -387,34 +399,25 @@ def test_grouped_gluon_config(block_m, monkeypatch, device):
     assert not policy.legal("grouped", dataclasses.replace(cfg, down=policy.Tile(64, 128, 4, 3)), "fp8_tensor")
     assert grouped.uses_gluon(weights, cfg, x.device, "silu") == is_sm90(x.device)
     assert not grouped.uses_gluon(weights, cfg, x.device, "gelu_tanh")  # SiLU only: Triton runs the rest
-    got = run_and_check(weights, x, tw, ids, "grouped", config=cfg, shared=shared, offset=1, n_global=9)
-    triton_tiles = dataclasses.replace(cfg, gluon=False)
-    want = fused_moe(x, weights, tw, ids, path="grouped", config=triton_tiles, shared_output=shared, expert_offset=1,
-                     num_experts=9)
-    if grouped.uses_gluon(weights, cfg, x.device, "silu"):
+    got = run_and_check(weights, x, tw, ids, "grouped", config=cfg, shared=shared, offset=1, n_global=e + 3)
+    if grouped.uses_gluon(weights, cfg, x.device, "silu"):  # against the Triton kernels with the same tiles
+        want = fused_moe(x, weights, tw, ids, path="grouped", config=dataclasses.replace(cfg, gluon=False), **window)
         assert rel_l2(got, want) <= 1e-2  # another summation order, then the same requantisation
-    else:
-        assert torch.equal(got, want)
     names = _count_launches(monkeypatch, lambda: fused_moe(x, weights, tw, ids, path="grouped", config=cfg,
-                                                           shared_output=shared, expert_offset=1, num_experts=9,
-                                                           check_ids=False))
+                                                           check_ids=False, **window))
     assert len(names) == grouped.kernel_launches(m, k, weights, cfg)
     if not ON_GPU:
         return
     out = torch.empty_like(x)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        fused_moe(x, weights, tw, ids, path="grouped", config=cfg, out=out, shared_output=shared, expert_offset=1,
-                  num_experts=9, check_ids=False)
+        fused_moe(x, weights, tw, ids, path="grouped", config=cfg, out=out, check_ids=False, **window)
     for _ in range(2):
         _, x_new, tw_new, ids_new = make_layer(m, e, k, h, i, "fp8_tensor", device)
-        ids_new[ids_new >= 0] += 1
-        x.copy_(x_new), tw.copy_(tw_new), ids.copy_(ids_new), shared.normal_()
+        x.copy_(x_new), tw.copy_(tw_new), ids.copy_(_windowed_ids(ids_new, e, device)), shared.normal_()
         out.fill_(float("nan"))
         graph.replay()
-        eager = fused_moe(x, weights, tw, ids, path="grouped", config=cfg, shared_output=shared, expert_offset=1,
-                          num_experts=9)
-        assert torch.equal(out, eager)
+        assert torch.equal(out, fused_moe(x, weights, tw, ids, path="grouped", config=cfg, **window))
 
 
 @pytest.mark.parametrize("path", PATHS)

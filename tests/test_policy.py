@@ -431,3 +431,17 @@ def test_gluon_move_and_what_a_gluon_entry_serves(monkeypatch):
     monkeypatch.setattr(policy, "load_table", lambda device, path: (entry,) if path == "grouped" else ())
     assert policy.tuned_config("grouped", "NVIDIA H200", 512, 8, 128, 2048, 768, "fp8_tensor").gluon
     assert policy.tuned_config("grouped", "NVIDIA H200", 256, 8, 128, 2048, 768, "fp8_tensor") is None
+
+
+def test_descent_reaches_gluon_from_a_start_clamped_by_its_k_step():
+    # An M=2048 entry with 64-column K steps promotes every 64; moves take the rule's interval
+    # at the case's M (128 from M=512: tune.promote_rule), so the Gluon kernels, which promote
+    # every 128, are reachable from it; with the start's interval they would not be legal.
+    start = policy.GroupedConfig(128, policy.Tile(128, 64, 8, 3), policy.Tile(256, 64, 8, 3), 8, 64)
+    assert tune.promote_rule("grouped", 2048, "fp8_tensor") == 128 and tune.promote_rule("route_direct", 1, "bf16") is None
+    moves = [("gluon", 64)]
+    fake = lambda cfg: 1.0 if cfg.gluon else 2.0  # noqa: E731
+    best, _, _ = tune.descend(start, moves, "fp8_tensor", "grouped", fake, float("inf"),
+                              promote_k=tune.promote_rule("grouped", 2048, "fp8_tensor"))
+    assert best == policy.gluon_grouped_config(64, 8)
+    assert tune.descend(start, moves, "fp8_tensor", "grouped", fake, float("inf"))[0] == start

@@ -5,7 +5,8 @@ fp32 add, and the grouped Triton kernels load through cp.async; they run the pro
 GEMMs at 770-825 TFLOP/s on the H200 (Mixtral M=8192, eighth session).  Gluon, Triton's
 explicit-layout dialect, gives async wgmma and TMA.  A dense probe
 (``scripts/fp8_pingpong_probe.py``, ninth session) ran the same promoted product at 1032-1047
-TFLOP/s with 64-row tiles and two CTAs per SM, where one CTA hides the other's waits.
+TFLOP/s with 64-row tiles and two CTAs per SM, where one CTA hides the other's waits (at
+BLOCK_M 128 the registers fit one CTA per SM).
 
 These kernels are that GEMM with the grouped path's contract:
 - The plan's blocks (``sorted_routes``, ``block_expert``, ``num_blocks``) are the M tiles, as

@@ -43,13 +43,14 @@ def splits_quantisation(weights: ExpertWeights, config: GroupedConfig | None) ->
 
 def uses_gluon(weights: ExpertWeights, config: GroupedConfig | None, device: torch.device, activation: str) -> bool:
     """Whether ``config.gluon`` runs the Gluon kernels here: on sm_90, for fp8_tensor layers
-    they cover (SiLU, no biases, contiguous weights, H and I multiples of 16 for TMA rows and
-    16-byte copies), not while torch.compile traces the call.  Elsewhere the Triton kernels
-    run the same tiles."""
+    they cover (SiLU, no biases, contiguous 16-byte-aligned weights, H and I multiples of 16
+    for TMA rows and 16-byte copies), not while torch.compile traces the call.  Elsewhere the
+    Triton kernels run the same tiles."""
+    w13, w2 = weights.w13, weights.w2
     return (config is not None and config.gluon and weights.format == "fp8_tensor" and is_sm90(device)
             and not torch.compiler.is_compiling()
             and activation == "silu" and weights.w13_bias is None and weights.w2_bias is None
-            and weights.w13.is_contiguous() and weights.w2.is_contiguous()
+            and w13.is_contiguous() and w2.is_contiguous() and w13.data_ptr() % 16 == 0 and w2.data_ptr() % 16 == 0
             and weights.hidden_size % 16 == 0 and weights.intermediate_size % 16 == 0)
 
 
@@ -124,6 +125,7 @@ def _gluon_gemms(x_q: torch.Tensor, x_s: torch.Tensor, weights: ExpertWeights, p
     (``uses_gluon``); x_q [M, H] e4m3 with one scale per row x_s [M, 1]."""
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
+    assert act.dtype == torch.float32  # the 64-column gate/up tile's output (splits_quantisation)
     hidden, inter = weights.hidden_size, weights.intermediate_size
     bm, gu, dn = config.block_m, config.gate_up, config.down
     grid = plan.block_expert.numel()
