@@ -56,20 +56,25 @@ def _capability(index: int) -> tuple[int, int]:
     return torch.cuda.get_device_capability(index)
 
 
+def _compiled_capability(device: torch.device) -> tuple[int, int] | None:
+    """The compute capability of a CUDA ``device`` running compiled kernels; None elsewhere
+    and under the interpreter."""
+    if device.type != "cuda" or interpreting():
+        return None
+    return _capability(device.index if device.index is not None else torch.cuda.current_device())
+
+
 def has_pdl(device: torch.device) -> bool:
     """Whether kernels on ``device`` can use programmatic dependent launch (CUDA, sm_90+, not
     under the interpreter)."""
-    if device.type != "cuda" or interpreting():
-        return False
-    return _capability(device.index if device.index is not None else torch.cuda.current_device()) >= (9, 0)
+    cap = _compiled_capability(device)
+    return cap is not None and cap >= (9, 0)
 
 
 def is_sm90(device: torch.device) -> bool:
     """Whether ``device`` is a Hopper GPU (sm_90) running compiled kernels: where the Gluon
     kernels (wgmma, TMA) run."""
-    if device.type != "cuda" or interpreting():
-        return False
-    return _capability(device.index if device.index is not None else torch.cuda.current_device()) == (9, 0)
+    return _compiled_capability(device) == (9, 0)
 
 
 def cdiv(a: int, b: int) -> int:

@@ -192,7 +192,7 @@ def sanitize() -> None:
                 runs = [cfg for _, cfg in variants(path, m, get_shape("qwen3_30b_a3b"), fmt)]
                 if path == "grouped" and fmt == "fp8_tensor":  # the Gluon kernels where H, I % 16 == 0
                     runs += [policy.gluon_grouped_config(64, 8), policy.gluon_grouped_config(128)]
-                for cfg in runs:
+                for cfg in dict.fromkeys(runs):  # each config once (variants may hold a Gluon one)
                     fused_moe(x, weights, tw, ids, path=path, expert_offset=offset, num_experts=n_global,
                               shared_output=torch.randn_like(x), config=cfg)
     torch.cuda.synchronize()

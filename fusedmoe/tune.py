@@ -101,8 +101,9 @@ def apply(cfg, field: str, value, promote_k: int | None = None):
     Gluon kernels' config at BLOCK_M ``value`` for 'gluon' (0: off, tiles kept) (grouped
     tiles swap A and B exactly below 64 rows, and
     promote FP8 sums at most every BLOCK_K columns: every min(promote_k, BLOCK_K) columns when
-    ``promote_k`` (the start's interval) is given, so a move back to a longer K step restores
-    it; a route-direct tensor-core down takes down_tiles 1)."""
+    ``promote_k`` (descent's interval: the rule's at the case's M, ``promote_rule``) is given, so
+    a move back to a longer K step restores it; a route-direct tensor-core down takes
+    down_tiles 1)."""
     if field == "block_m+gate_up":
         cfg = dataclasses.replace(cfg, block_m=value[0], gate_up=value[1])
     elif field == "gluon":  # value: the Gluon kernels' BLOCK_M, 0 for the Triton kernels (same tiles)

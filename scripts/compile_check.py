@@ -198,7 +198,10 @@ def sass_facts(cubin: bytes) -> dict:
     # griddepcontrol.wait / .launch_dependents (PDL) compile to ACQBULK / PREEXIT; a kernel
     # must wait for its predecessor before it lets its dependents launch
     wait_at, launch_at = sass.find("ACQBULK"), sass.find("PREEXIT")
+    waits = re.findall(r"WARPGROUP\.DEPBAR\.LE gsb0, (0x[0-9a-f]+)", sass)  # wgmma waits, by depth allowed
     return dict(hgmma=sass.count("HGMMA"), qgmma=sass.count("QGMMA"), registers=int(regs.group(1)) if regs else None,
+                wgmma_waits={w: waits.count(w) for w in sorted(set(waits))}, cp_async=sass.count("LDGSTS"),
+                tma_loads=sass.count("UTMALDG"),
                 local_bytes=int(local.group(1)) if local else None, spill_ops=len(re.findall(r"\b(?:LDL|STL)\b", sass)),
                 pdl_wait=sass.count("ACQBULK"), pdl_launch=sass.count("PREEXIT"),
                 pdl_wait_first=launch_at < 0 or 0 <= wait_at < launch_at)

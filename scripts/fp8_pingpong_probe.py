@@ -24,10 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import triton
@@ -144,20 +141,15 @@ def compile_only(block_m: int, block_n: int, block_k: int, stages: int, warps: i
            "b_desc": f"tensordesc<fp8e4nv[{block_n}, {block_k}],{b_l!r}>",
            "c_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32", "stride_cm": "i32",
            "MODE": "constexpr", "STAGES": "constexpr", "num_warps": "constexpr"}
-    cuobjdump = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+    sys.path.insert(0, str(Path(__file__).parent))
+    from compile_check import sass_facts
+
     rows = []
     for name, mode in MODES.items():
         src = GluonASTSource(fp8_gemm_kernel, sig, dict(MODE=mode, STAGES=stages, num_warps=warps))
         kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=warps))
-        with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-            f.write(kernel.asm["cubin"])
-            f.flush()
-            sass = subprocess.run([str(cuobjdump), "-sass", f.name], capture_output=True, text=True).stdout
-            res = subprocess.run([str(cuobjdump), "-res-usage", f.name], capture_output=True, text=True).stdout
-        waits = re.findall(r"WARPGROUP\.DEPBAR\.LE gsb0, (0x[0-9a-f]+)", sass)
-        rows.append(dict(mode=name, qgmma=sass.count("QGMMA"), waits={w: waits.count(w) for w in sorted(set(waits))},
-                         registers=int(re.search(r"REG:(\d+)", res).group(1)),
-                         spill_ops=len(re.findall(r"\b(?:LDL|STL)\b", sass))))
+        facts = sass_facts(kernel.asm["cubin"])
+        rows.append(dict(mode=name, **{f: facts[f] for f in ("qgmma", "wgmma_waits", "registers", "spill_ops")}))
         print(rows[-1], flush=True)
     return rows
 

@@ -28,10 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import triton
@@ -44,22 +41,15 @@ SHAPES = {"mixtral_8x7b_tp2": (8, 2, 4096, 7168), "qwen3_30b_a3b": (128, 8, 2048
 
 
 def compile_only(gemm: str, block_m: int, group_m: int) -> dict:
-    """One kernel compiled for sm_90 here (no GPU; ``compile_check.compile_gluon``): wgmma
-    count, waits by depth, copies, registers, spills, shared memory, ptxas serialisation."""
+    """One kernel compiled for sm_90 here (no GPU; ``compile_check.compile_gluon``): its SASS
+    facts (wgmma, waits by depth, copies, registers, spills), shared memory, ptxas
+    serialisation."""
     sys.path.insert(0, str(Path(__file__).parent))
-    from compile_check import CUOBJDUMP, compile_gluon, sass_facts
+    from compile_check import compile_gluon, sass_facts
 
     kernel, ptxas = compile_gluon(gemm, block_m, group_m)
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(kernel.asm["cubin"])
-        f.flush()
-        sass = subprocess.run([str(CUOBJDUMP), "-sass", f.name], capture_output=True, text=True).stdout
-    waits = re.findall(r"WARPGROUP\.DEPBAR\.LE gsb0, (0x[0-9a-f]+)", sass)
-    facts = sass_facts(kernel.asm["cubin"])
-    row = dict(gemm=gemm, block_m=block_m, group_m=group_m, qgmma=facts["qgmma"], cp_async=sass.count("LDGSTS"),
-               tma=sass.count("UTMALDG"), waits={w: waits.count(w) for w in sorted(set(waits))},
-               registers=facts["registers"], spill_ops=facts["spill_ops"], serialised="C7514" in ptxas,
-               shared_bytes=kernel.metadata.shared)
+    row = dict(gemm=gemm, block_m=block_m, group_m=group_m, **sass_facts(kernel.asm["cubin"]),
+               serialised="C7514" in ptxas, shared_bytes=kernel.metadata.shared)
     print(row, flush=True)
     return row
 

@@ -47,16 +47,52 @@ def weight_tile_layout(block_n: int):
     return gl.NVMMASharedLayout.get_default_for([block_n, K_STEP], gl.float8e4nv)
 
 
+@gluon.constexpr_function
+def _gather_layout(num_warps):
+    """Registers of a [rows, 128] e4m3 A tile gathered by cp.async: 16 bytes per thread."""
+    return gl.BlockedLayout([1, 16], [4, 8], [num_warps, 1], [1, 0])
+
+
+@gluon.constexpr_function
+def _mma_layout(block_n, num_warps):
+    """The wgmma accumulator of a [16 * num_warps, block_n] tile: one 16-row slice per warp."""
+    return gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, block_n, 32])
+
+
 @gluon.jit
-def _block_of(pid, num_pids, num_n, GROUP_M: gl.constexpr):
-    """(block, N tile) of this program; GROUP_M blocks walk each weight tile together, as in
-    the Triton kernels' ``_program_block``."""
+def _program_block(num_n, block_expert_ptr, num_blocks_ptr, GROUP_M: gl.constexpr):
+    """This program's (block, N tile, local expert: -1 when the block is past num_blocks or
+    holds no held route); GROUP_M blocks walk each weight tile together, as in the Triton
+    kernels' ``_program_block``."""
+    pid = gl.program_id(0)
     if GROUP_M == 1:
-        return pid // num_n, pid % num_n
-    per_group = GROUP_M * num_n
-    first = (pid // per_group) * GROUP_M
-    size = gl.minimum(num_pids // num_n - first, GROUP_M)
-    return first + (pid % per_group) % size, (pid % per_group) // size
+        b = pid // num_n
+        nt = pid % num_n
+    else:
+        per_group = GROUP_M * num_n
+        first = (pid // per_group) * GROUP_M
+        size = gl.minimum(gl.num_programs(0) // num_n - first, GROUP_M)
+        b = first + (pid % per_group) % size
+        nt = (pid % per_group) // size
+    e = gl.load(block_expert_ptr + b, mask=b < gl.load(num_blocks_ptr), other=-1)
+    return b, nt, e
+
+
+@gluon.jit
+def _ring_barriers(STAGES: gl.constexpr):
+    """One initialised mbarrier per ring slot (its TMA weight tiles arrive on it)."""
+    bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(bars.index(i), count=1)
+    return bars
+
+
+@gluon.jit
+def _drain(bars, STAGES: gl.constexpr):
+    """After the last step: no cp.async left in flight, the slot barriers invalidated."""
+    async_copy.wait_group(0)
+    for i in gl.static_range(STAGES):
+        mbarrier.invalidate(bars.index(i))
 
 
 @gluon.jit
@@ -111,26 +147,20 @@ def gluon_grouped_down_kernel(act_ptr, acts_ptr, w_desc, ws_ptr, routes_ptr, blo
     BLOCK_N: gl.constexpr = w_desc.block_type.shape[0]
     gl.static_assert(w_desc.block_type.shape[1] == BLOCK_K)
     gl.static_assert(BLOCK_M == 16 * num_warps)  # one 16-row MMA slice per warp, none duplicated
-    b, nt = _block_of(gl.program_id(0), gl.num_programs(0), gl.cdiv(H, BLOCK_N), GROUP_M)
-    if b >= gl.load(num_blocks_ptr):
-        return
-    e = gl.load(block_expert_ptr + b)
+    b, nt, e = _program_block(gl.cdiv(H, BLOCK_N), block_expert_ptr, num_blocks_ptr, GROUP_M)
     if e < 0:
         return
     num_k = gl.cdiv(I, BLOCK_K)
-    gather: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [num_warps, 1], [1, 0])  # 16 bytes per thread
+    gather: gl.constexpr = _gather_layout(num_warps)
     a_rows, a_ok = _gather_rows(routes_ptr, b, 1, BLOCK_M, gl.SliceLayout(1, gather))
     cols = gl.arange(0, BLOCK_K, layout=gl.SliceLayout(0, gather))
-    mma: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1],
-                                                  instr_shape=[16, BLOCK_N, 32])
+    mma: gl.constexpr = _mma_layout(BLOCK_N, num_warps)
     m_rows, m_ok = _gather_rows(routes_ptr, b, 1, BLOCK_M, gl.SliceLayout(1, mma))
 
     a_smem = gl.allocate_shared_memory(gl.float8e4nv, [STAGES, BLOCK_M, BLOCK_K],
                                        gl.NVMMASharedLayout.get_default_for([BLOCK_M, BLOCK_K], gl.float8e4nv))
     w_smem = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BLOCK_N, BLOCK_K], w_desc.layout)
-    bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(STAGES):
-        mbarrier.init(bars.index(i), count=1)
+    bars = _ring_barriers(STAGES)
     w_row0 = e * H + nt * BLOCK_N
     for i in gl.static_range(STAGES - 1):
         _load_step(act_ptr, a_rows, a_ok, cols, I, a_smem, w_desc, w_smem, w_smem, bars, i, w_row0, w_row0, num_k,
@@ -149,9 +179,7 @@ def gluon_grouped_down_kernel(act_ptr, acts_ptr, w_desc, ws_ptr, routes_ptr, blo
         part = warpgroup_mma_wait(num_outstanding=0, deps=(tok,))
         acc += part * gl.load(acts_ptr + m_rows * stride_acts + k, mask=m_ok, other=0.0)[:, None]
         gl.thread_barrier()  # every warp is past step k's smem before it is refilled
-    async_copy.wait_group(0)
-    for i in gl.static_range(STAGES):
-        mbarrier.invalidate(bars.index(i))
+    _drain(bars, STAGES)
 
     acc = acc * gl.load(ws_ptr + e)
     n = nt * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, mma))
@@ -171,18 +199,14 @@ def gluon_grouped_gate_up_kernel(x_ptr, xs_ptr, w_desc, ws_ptr, routes_ptr, bloc
     BLOCK_N: gl.constexpr = w_desc.block_type.shape[0]
     gl.static_assert(w_desc.block_type.shape[1] == BLOCK_K)
     gl.static_assert(BLOCK_M == 16 * num_warps)
-    b, nt = _block_of(gl.program_id(0), gl.num_programs(0), gl.cdiv(I, BLOCK_N), GROUP_M)
-    if b >= gl.load(num_blocks_ptr):
-        return
-    e = gl.load(block_expert_ptr + b)
+    b, nt, e = _program_block(gl.cdiv(I, BLOCK_N), block_expert_ptr, num_blocks_ptr, GROUP_M)
     if e < 0:
         return
     num_k = gl.cdiv(H, BLOCK_K)
-    gather: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [num_warps, 1], [1, 0])
+    gather: gl.constexpr = _gather_layout(num_warps)
     a_rows, a_ok = _gather_rows(routes_ptr, b, TOPK, BLOCK_M, gl.SliceLayout(1, gather))
     cols = gl.arange(0, BLOCK_K, layout=gl.SliceLayout(0, gather))
-    mma: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1],
-                                                  instr_shape=[16, BLOCK_N, 32])
+    mma: gl.constexpr = _mma_layout(BLOCK_N, num_warps)
     m_tok, m_ok = _gather_rows(routes_ptr, b, TOPK, BLOCK_M, gl.SliceLayout(1, mma))
     m_route, _ = _gather_rows(routes_ptr, b, 1, BLOCK_M, gl.SliceLayout(1, mma))
 
@@ -190,9 +214,7 @@ def gluon_grouped_gate_up_kernel(x_ptr, xs_ptr, w_desc, ws_ptr, routes_ptr, bloc
                                        gl.NVMMASharedLayout.get_default_for([BLOCK_M, BLOCK_K], gl.float8e4nv))
     g_smem = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BLOCK_N, BLOCK_K], w_desc.layout)
     u_smem = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BLOCK_N, BLOCK_K], w_desc.layout)
-    bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(STAGES):
-        mbarrier.init(bars.index(i), count=1)
+    bars = _ring_barriers(STAGES)
     g_row0 = e * 2 * I + nt * BLOCK_N
     u_row0 = g_row0 + I
     for i in gl.static_range(STAGES - 1):
@@ -214,9 +236,7 @@ def gluon_grouped_gate_up_kernel(x_ptr, xs_ptr, w_desc, ws_ptr, routes_ptr, bloc
         gate += warpgroup_mma_wait(num_outstanding=1, deps=(t_g,))  # up's wgmma runs under this add
         up += warpgroup_mma_wait(num_outstanding=0, deps=(t_u,))
         gl.thread_barrier()
-    async_copy.wait_group(0)
-    for i in gl.static_range(STAGES):
-        mbarrier.invalidate(bars.index(i))
+    _drain(bars, STAGES)
 
     s = gl.load(xs_ptr + m_tok, mask=m_ok, other=0.0) * gl.load(ws_ptr + e)
     gate = gate * s[:, None]
