@@ -49,8 +49,8 @@ def describe_dispatch(m: int, top_k: int, weights: ExpertWeights, device: torch.
     shape = (m, top_k, weights.num_experts, weights.hidden_size, weights.intermediate_size, weights.format)
     tuned = policy.tuned_config(path, device_name(dev), *shape)
     cfg = tuned or policy.select_config(path, *shape, device_name(dev), num_sms(dev))
-    launches = route_direct.KERNEL_LAUNCHES if path == "route_direct" else grouped.kernel_launches(m, top_k, weights,
-                                                                                                 cfg)
+    launches = (route_direct.KERNEL_LAUNCHES if path == "route_direct" else
+                grouped.kernel_launches(m, top_k, weights, cfg, gluon=grouped.uses_gluon(weights, cfg, dev, "silu")))
     tiles = ", ".join(f"{k}={v}" for k, v in vars(cfg).items() if not isinstance(v, policy.Tile))
     for name in ("gate_up", "down"):
         t = getattr(cfg, name)

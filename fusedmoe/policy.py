@@ -56,8 +56,9 @@ class GroupedConfig:
     gluon (fp8_tensor, sm_90): run the two GEMMs as the Gluon kernels of
     ``paths/_grouped_gluon_kernels.py`` (TMA weights, async wgmma) with these tiles
     (``gluon_grouped_config``); elsewhere, and for layers they do not cover
-    (``grouped.uses_gluon``), the Triton kernels run the same tiles.  Not yet measured in
-    the grouped form, so the policy does not pick it; a tuner move."""
+    (``grouped.uses_gluon``), the Triton kernels run the same tiles.  A tuner move; the
+    policy does not pick it: on the H200 it ran 1.03-1.10x the Triton tables' time (tenth
+    session)."""
 
     block_m: int
     gate_up: Tile
@@ -84,17 +85,19 @@ class RouteDirectConfig:
     down_tiles: int = 1
 
 
-# 96 KB of ring per CTA.  At BLOCK_M 64 (4 warps, 161-168 registers) two CTAs fit per SM, one
-# hiding the other's waits; at 128 (8 warps, 164-172) the registers fit one (compiled for sm_90).
-GLUON_STAGES = {64: 4, 128: 3}
+# The Gluon kernels' one tile set: BLOCK_M 64 in one warpgroup (4 warps), a ring of 4 slots of
+# 24 KB, so two CTAs fit per SM (144-151 registers, compiled for sm_90), one hiding the
+# other's waits.  BLOCK_M 128 (8 warps, one CTA per SM) ran 1.02-1.43x the time of 64 in every
+# probe case and lost every tuner case (tenth session): gone.
+GLUON_BLOCK_M, GLUON_WARPS, GLUON_STAGES = 64, 4, 4
 
 
-def gluon_grouped_config(block_m: int, group_m: int = 1) -> GroupedConfig:
-    """The Gluon kernels' tiles at BLOCK_M 64 or 128: one 16-row MMA slice per warp, gate/up
-    tiles of 64 columns each of gate and up, down tiles of 128, K steps of 128 (promoted
-    every 128), the ring of GLUON_STAGES.  161-172 registers, no spills."""
-    warps, stages = block_m // 16, GLUON_STAGES[block_m]
-    return GroupedConfig(block_m, Tile(64, 128, warps, stages), Tile(128, 128, warps, stages), group_m, 128, gluon=True)
+def gluon_grouped_config(group_m: int = 1) -> GroupedConfig:
+    """The Gluon kernels' tiles: BLOCK_M 64, one 16-row MMA slice per warp, gate/up tiles of 64
+    columns each of gate and up, down tiles of 128, K steps of 128 (promoted every 128), a ring
+    of GLUON_STAGES slots."""
+    return GroupedConfig(GLUON_BLOCK_M, Tile(64, 128, GLUON_WARPS, GLUON_STAGES),
+                         Tile(128, 128, GLUON_WARPS, GLUON_STAGES), group_m, 128, gluon=True)
 
 
 def grouped_block_m(num_routes: int, num_experts: int) -> int:
@@ -338,8 +341,7 @@ def legal(path: str, cfg: GroupedConfig | RouteDirectConfig, fmt: str) -> bool:
         promote_ok = cfg.fp8_promote_k == 0 or cfg.fp8_promote_k in (32, 64, 128) and (
             fmt not in FP8_FORMATS or all(t.block_k >= cfg.fp8_promote_k for t in tiles))
         # the Gluon kernels: fp8_tensor, exactly their tile set (gluon_grouped_config)
-        gluon_ok = not cfg.gluon or (fmt == "fp8_tensor" and cfg.block_m in GLUON_STAGES
-                                            and cfg == gluon_grouped_config(cfg.block_m, cfg.group_m))
+        gluon_ok = not cfg.gluon or (fmt == "fp8_tensor" and cfg == gluon_grouped_config(cfg.group_m))
         return (pow2 and scaled_ok and promote_ok and gluon_ok and cfg.block_m >= 16
                 and all(t.block_k >= 16 and t.block_n >= 16 for t in tiles)
                 and all(t.split_k == 1 for t in tiles) and cfg.group_m >= 1)

@@ -26,9 +26,9 @@ from triton.compiler import ASTSource
 
 from fusedmoe._epilogue_kernels import _combine_kernel, _quantize_rows_kernel, _quantize_whole_rows_kernel, _swiglu_kernel
 from fusedmoe._plan_kernels import _plan_single_kernel
-from fusedmoe.paths._grouped_kernels import grouped_down_kernel, grouped_gate_up_kernel
+from fusedmoe.paths._grouped_kernels import gather_plan_rows_kernel, grouped_down_kernel, grouped_gate_up_kernel
 from fusedmoe.paths._grouped_gluon_kernels import (K_STEP, gluon_grouped_down_kernel, gluon_grouped_gate_up_kernel,
-                                                  weight_tile_layout)
+                                                  tile_layout)
 from fusedmoe.paths._route_direct_kernels import (route_down_kernel, route_down_mma_kernel, route_gate_up_kernel,
                                                   route_gate_up_mma_kernel)
 from fusedmoe.policy import gluon_grouped_config
@@ -163,13 +163,15 @@ CASES = [
      False),
     ("combine", _combine_kernel, dict(y_ptr="*bf16", ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16"),
      dict(TOPK=8, HAS_SHARED=True, BLOCK_H=1024), 4, False),
+    ("gather_plan_rows (Gluon path's x)", gather_plan_rows_kernel, dict(a_ptr=FP8, out_ptr=FP8, routes_ptr="*i32",
+     num_blocks_ptr="*i32"), dict(BLOCK_M=64, BLOCK_C=512), 4, False),
 ]
 
 
 # Integer arguments that are multiples of 16 at real model shapes: the JIT specialises those
 # (and 16-byte aligned pointers) at run time, which enables vectorised loads; compile alike.
 DIVISIBLE_BY_16 = {"H", "I", "hidden", "stride_x", "stride_we", "stride_wn", "stride_act", "stride_y", "stride_o",
-                   "stride_s", "stride_a", "stride_q", "stride_gu", "cols"}
+                   "stride_s", "stride_a", "stride_q", "stride_gu", "stride_out", "cols"}
 
 
 def compile_case(kernel, ptrs: dict, constexprs: dict, num_warps: int, num_stages: int = 3):
@@ -207,30 +209,33 @@ def sass_facts(cubin: bytes) -> dict:
                 pdl_wait_first=launch_at < 0 or 0 <= wait_at < launch_at)
 
 
-def compile_gluon(gemm: str, block_m: int, group_m: int = 1):
+def compile_gluon(gemm: str, group_m: int = 1):
     """A Gluon grouped GEMM ('gate_up' or 'down') compiled for sm_90 with the tiles of
-    ``policy.gluon_grouped_config(block_m)``; returns (compiled kernel, ptxas's stdout+stderr on
+    ``policy.gluon_grouped_config``; returns (compiled kernel, ptxas's stdout+stderr on
     its PTX, where a serialised wgmma shows as warning C7514)."""
     from triton.experimental.gluon._runtime import GluonASTSource
 
-    cfg = gluon_grouped_config(block_m, group_m)
+    cfg = gluon_grouped_config(group_m)
+    block_m = cfg.block_m
     tile = cfg.gate_up if gemm == "gate_up" else cfg.down
-    desc = f"tensordesc<fp8e4nv[{tile.block_n}, {K_STEP}],{weight_tile_layout(tile.block_n)!r}>"
-    common = {"w_desc": desc, "ws_ptr": "*fp32", "routes_ptr": "*i32", "block_expert_ptr": "*i32",
-              "num_blocks_ptr": "*i32"}
+
+    def desc(rows):
+        return f"tensordesc<fp8e4nv[{rows}, {K_STEP}],{tile_layout(rows)!r}>"
+    common = {"w_desc": desc(tile.block_n), "ws_ptr": "*fp32"}
     if gemm == "down":
         kernel = gluon_grouped_down_kernel
-        sig = {"act_ptr": "*fp8e4nv", "acts_ptr": "*fp32", **common, "y_ptr": "*bf16", "H": "i32", "I": "i32",
-               "stride_acts": "i32", "stride_y": "i32"}
+        sig = {"a_desc": desc(block_m), "as_ptr": "*fp32", **common, "routes_ptr": "*i32", "block_expert_ptr": "*i32",
+               "num_blocks_ptr": "*i32", "y_ptr": "*bf16", "H": "i32", "I": "i32", "stride_as": "i32",
+               "stride_y": "i32"}
     else:
         kernel = gluon_grouped_gate_up_kernel
-        sig = {"x_ptr": "*fp8e4nv", "xs_ptr": "*fp32", **common, "act_ptr": "*fp32", "H": "i32", "I": "i32",
-               "TOPK": "i32", "stride_act": "i32"}
-    sig.update(BLOCK_M="constexpr", GROUP_M="constexpr", STAGES="constexpr", num_warps="constexpr")
+        sig = {"x_desc": desc(block_m), "xs_ptr": "*fp32", **common, "block_expert_ptr": "*i32",
+               "num_blocks_ptr": "*i32", "act_ptr": "*fp32", "H": "i32", "I": "i32", "stride_act": "i32"}
+    sig.update(GROUP_M="constexpr", STAGES="constexpr", num_warps="constexpr")
     names = list(sig)  # as the JIT specialises real shapes: pointers aligned, sizes multiples of 16
     attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in names
-             if n.endswith("_ptr") or n in ("H", "I", "stride_y", "stride_act")}  # stride_acts: cdiv(I, 128)
-    src = GluonASTSource(kernel, sig, dict(BLOCK_M=block_m, GROUP_M=group_m, STAGES=tile.num_stages,
+             if n.endswith("_ptr") or n in ("H", "I", "stride_y", "stride_act")}  # stride_as: cdiv(I, 128)
+    src = GluonASTSource(kernel, sig, dict(GROUP_M=group_m, STAGES=tile.num_stages,
                                            num_warps=tile.num_warps), attrs)
     compiled = triton.compile(src, target=TARGET, options=dict(num_warps=tile.num_warps))
     with tempfile.TemporaryDirectory() as d:
@@ -259,10 +264,10 @@ def main() -> int:
         rows.append(dict(kernel=name, **facts, ok=not bad))
         print(f"{'ok ' if not bad else 'BAD'} {name:34s} {facts}", flush=True)
     # the Gluon grouped GEMMs (GroupedConfig.gluon): QGMMA, no spills, wgmma not serialised by ptxas
-    for gemm, block_m in (("gate_up", 64), ("gate_up", 128), ("down", 64), ("down", 128)):
-        name = f"gluon grouped_{gemm} M{block_m}"
+    for gemm in ("gate_up", "down"):
+        name = f"gluon grouped_{gemm}"
         try:
-            compiled, ptxas = compile_gluon(gemm, block_m, group_m=8)
+            compiled, ptxas = compile_gluon(gemm, group_m=8)
             facts = dict(sass_facts(compiled.asm["cubin"]), serialised="C7514" in ptxas,
                          shared_bytes=compiled.metadata.shared)
             bad = facts["qgmma"] == 0 or facts["spill_ops"] > 0 or facts["serialised"]

@@ -6,22 +6,24 @@ TFLOP/s on Mixtral's per-expert gate/up (TMA loads, 64-row tiles, two CTAs per S
 770-825 for the grouped Triton kernels (results README, ninth session).  These kernels are that
 GEMM with the grouped path's contract:
 - The plan's blocks (``sorted_routes``, ``block_expert``, ``num_blocks``) are the M tiles.
-- The activation rows are gathered with cp.async: x rows by token for gate/up, the
-  intermediate's rows by route for down.
-- The weight tiles come by TMA, from W13 viewed as [E*2I, H] and W2 as [E*H, I].
+- The activations are in plan order and come by TMA, as the weight tiles do (W13 viewed as
+  [E*2I, H] and W2 as [E*H, I]).  gate/up's time includes gathering x's rows into plan order
+  (``gather_plan_rows_kernel``); down's input is in plan order already (gate/up writes it so).
 - The MMA sums are promoted every K step of 128.
 - down: each step's sum is scaled by the step's per-row activation scale, and y[r] is written
   in route order as bf16.
 - gate/up: gate and up are two 64-column tiles, and up's wgmma overlaps gate's add.  x's row
-  scale and the expert scale apply at the end, then SwiGLU.  The output is fp32, requantised
-  per 128 columns by ``quantize_rows``, as the library's 64-column Triton tile does.
+  scale and the expert scale apply at the end, then SwiGLU.  The output is bf16, requantised
+  per 128 columns by ``quantize_rows``.
 
-    python scripts/gluon_grouped_probe.py [--gemm down,gate_up] [--block-m 64|128]
+    python scripts/gluon_grouped_probe.py [--gemm down,gate_up] [--group-m N]
                                       # GPU: rel-L2 against fp64, graph-timed against Triton
     python scripts/gluon_grouped_probe.py --compile-only     # any machine: sm_90 SASS facts
 
-Expected at Mixtral TP2 M=8192: the Triton gate/up took 2500 us (770 TFLOP/s) and down 1166 us
-(825; eighth session, ``kernels.md``); at the dense probe's rate, about 1900 and 930 us.
+Measured at Mixtral TP2 M=8192 (tenth session, ``2026-11-30-s10/gluon.md``): Triton gate/up
+2582 us and down 1201; the Gluon kernels with cp.async row gathers 3027 / 1305, with plan-order
+TMA operands 2761 / 1260 (GEMM and gather alone 2516: 765 TFLOP/s against the dense probe's
+1032).  At the dense probe's rate, about 1900 and 930 us.
 """
 
 from __future__ import annotations
@@ -33,22 +35,22 @@ from pathlib import Path
 
 import triton
 from fusedmoe.paths._grouped_gluon_kernels import (K_STEP, gluon_grouped_down_kernel, gluon_grouped_gate_up_kernel,
-                                                  weight_tile_layout)
+                                                  tile_layout)
 
 # (E, top_k, H, I) of the grouped layers whose FP8 cases are slowest against vLLM, and one more
 SHAPES = {"mixtral_8x7b_tp2": (8, 2, 4096, 7168), "qwen3_30b_a3b": (128, 8, 2048, 768),
           "gpt_oss_120b_tp4": (128, 4, 2880, 720), "deepseek_v3_tp8": (256, 8, 7168, 256)}
 
 
-def compile_only(gemm: str, block_m: int, group_m: int) -> dict:
+def compile_only(gemm: str, group_m: int) -> dict:
     """One kernel compiled for sm_90 here (no GPU; ``compile_check.compile_gluon``): its SASS
     facts (wgmma, waits by depth, copies, registers, spills), shared memory, ptxas
     serialisation."""
     sys.path.insert(0, str(Path(__file__).parent))
     from compile_check import compile_gluon, sass_facts
 
-    kernel, ptxas = compile_gluon(gemm, block_m, group_m)
-    row = dict(gemm=gemm, block_m=block_m, group_m=group_m, **sass_facts(kernel.asm["cubin"]),
+    kernel, ptxas = compile_gluon(gemm, group_m)
+    row = dict(gemm=gemm, group_m=group_m, **sass_facts(kernel.asm["cubin"]),
                serialised="C7514" in ptxas, shared_bytes=kernel.metadata.shared)
     print(row, flush=True)
     return row
@@ -80,7 +82,7 @@ def _rel_l2(got, ref) -> float:
     return float((got.double() - ref).norm() / ref.norm())
 
 
-def run_gpu(gemms: list[str], names: list[str], tokens: list[int], block_m: int, group_m: int | None) -> list[dict]:
+def run_gpu(gemms: list[str], names: list[str], tokens: list[int], group_m: int | None) -> list[dict]:
     """Each case and GEMM: the Triton kernel with the config the policy serves, and the Gluon
     kernel on the same inputs; rel-L2 against the fp64 product; graph-timed us and TFLOP/s.
     Each builds its own plan (its BLOCK_M).  The Gluon tiles are ``policy.gluon_grouped_config``'s;
@@ -88,7 +90,7 @@ def run_gpu(gemms: list[str], names: list[str], tokens: list[int], block_m: int,
     per weight tile.  gate/up compares e4m3
     outputs, each with the launches that make them (Triton's requantisation launch where its
     gate/up tile is narrower than 128, the Gluon kernel's always); its row "gluon_gemm" times
-    the Gluon GEMM alone."""
+    the gather and the Gluon GEMM alone (bf16 out)."""
     import torch
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
@@ -99,6 +101,7 @@ def run_gpu(gemms: list[str], names: list[str], tokens: list[int], block_m: int,
     from fusedmoe.plan import build_plan
 
     dev = torch.device("cuda")
+    block_m = policy.GLUON_BLOCK_M
     rows = []
     for name in names:
         e_num, top_k, hidden, inter = SHAPES[name]
@@ -110,7 +113,7 @@ def run_gpu(gemms: list[str], names: list[str], tokens: list[int], block_m: int,
             cfg = policy.select_config("grouped", m, top_k, e_num, hidden, inter, "fp8_tensor", device_name(dev),
                                        num_sms(dev))
             g_group = group_m or max(1, cfg.group_m * cfg.block_m // block_m)
-            g_cfg = policy.gluon_grouped_config(block_m, g_group)
+            g_cfg = policy.gluon_grouped_config(g_group)
             plans = {bm: build_plan(ids, e_num, bm) for bm in {cfg.block_m, block_m}}
             for gemm in gemms:
                 g_tile = g_cfg.down if gemm == "down" else g_cfg.gate_up
@@ -129,7 +132,7 @@ def run_gpu(gemms: list[str], names: list[str], tokens: list[int], block_m: int,
                 ws = torch.rand(e_num, device=dev, generator=gen) + 0.5
                 ref = _reference(gemm, a, a_s, w, ws, flat, top_k, inter)
                 w_desc = TensorDescriptor(w.view(-1, k_in), [w.numel() // k_in, k_in], [k_in, 1], [bn, K_STEP],
-                                          weight_tile_layout(bn))
+                                          tile_layout(bn))
                 calls = {"triton": _triton_call(gemm, cfg, plans[cfg.block_m], a, a_s, w, ws, r, top_k, hidden, inter,
                                                 grouped_down_kernel, grouped_gate_up_kernel, ROW_SCALED.value),
                          "gluon": _gluon_call(gemm, plans[block_m], a, a_s, w_desc, ws, r, top_k, hidden, inter, bn,
@@ -207,31 +210,56 @@ def _triton_call(gemm, cfg, plan, a, a_s, w, ws, r, top_k, hidden, inter, down_k
 
 
 def _gluon_call(gemm, plan, a, a_s, w_desc, ws, r, top_k, hidden, inter, bn, block_m, group_m, stages, warps):
-    """(launch, output) of the Gluon kernel; for gate/up ((launch + requantisation, output),
-    (GEMM alone, its fp32 output))."""
+    """(launch, output in route order) of the Gluon kernel; for gate/up ((gather + GEMM +
+    requantisation, output), (gather + GEMM, its bf16 output)).  down's input is put in plan
+    order before (gate/up's output is, in the library)."""
     import torch
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    from fusedmoe.paths._grouped_kernels import gather_plan_rows_kernel
 
     grid = plan.block_expert.numel()
+    rows = plan.sorted_routes.numel()
+    held = (plan.sorted_routes >= 0).nonzero().view(-1)
+    routes = plan.sorted_routes[held].long()
+
+    def desc(t):
+        return TensorDescriptor(t, list(t.shape), list(t.stride()), [block_m, K_STEP], tile_layout(block_m))
+
+    def to_routes(plan_rows):  # plan order -> route order
+        out = torch.empty(r, plan_rows.shape[1], device=plan_rows.device, dtype=plan_rows.dtype)
+        out[routes] = plan_rows[held]
+        return out
     if gemm == "down":
         y = torch.empty(r, hidden, device=a.device, dtype=torch.bfloat16)
+        a_plan = torch.zeros(rows, inter, device=a.device, dtype=a.dtype)
+        a_plan[held] = a[routes]
+        as_plan = torch.zeros(rows, a_s.shape[1], device=a.device, dtype=a_s.dtype)
+        as_plan[held] = a_s[routes]
+        a_desc = desc(a_plan)
 
         def call():
             gluon_grouped_down_kernel[(grid * triton.cdiv(hidden, bn),)](
-                a, a_s, w_desc, ws, plan.sorted_routes, plan.block_expert, plan.num_blocks, y, hidden, inter,
-                a_s.stride(0), y.stride(0), BLOCK_M=block_m, GROUP_M=group_m, STAGES=stages, num_warps=warps)
+                a_desc, as_plan, w_desc, ws, plan.sorted_routes, plan.block_expert, plan.num_blocks, y, hidden, inter,
+                as_plan.stride(0), y.stride(0), GROUP_M=group_m, STAGES=stages, num_warps=warps)
         return call, lambda: y
-    act = torch.empty(r, inter, device=a.device, dtype=torch.float32)
+    x_plan = torch.empty(rows, hidden, device=a.device, dtype=a.dtype)
+    xs_plan = torch.empty(rows, device=a.device, dtype=torch.float32)
+    x_desc = desc(x_plan)
+    act = torch.empty(rows, inter, device=a.device, dtype=torch.bfloat16)
     out = {}
 
     def gemm_only():
+        gather_plan_rows_kernel[(grid,)](a, a_s, plan.sorted_routes, plan.num_blocks, x_plan, xs_plan, hidden, top_k,
+                                         a.stride(0), x_plan.stride(0), BLOCK_M=block_m, BLOCK_C=512)
         gluon_grouped_gate_up_kernel[(grid * triton.cdiv(inter, bn),)](
-            a, a_s, w_desc, ws, plan.sorted_routes, plan.block_expert, plan.num_blocks, act, hidden, inter, top_k,
-            act.stride(0), BLOCK_M=block_m, GROUP_M=group_m, STAGES=stages, num_warps=warps)
+            x_desc, xs_plan, w_desc, ws, plan.block_expert, plan.num_blocks, act, hidden, inter, act.stride(0),
+            GROUP_M=group_m, STAGES=stages, num_warps=warps)
 
     def with_requant():
         gemm_only()
         out["q"] = _requantise(act)
-    return (with_requant, lambda: _dequantise(*out["q"])), (gemm_only, lambda: act)
+    return (with_requant, lambda: to_routes(_dequantise(*out["q"]))), (gemm_only, lambda: to_routes(act))
 
 
 def _requantise(act):
@@ -250,18 +278,15 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--gemm", default="down,gate_up")
     ap.add_argument("--shapes", default="mixtral_8x7b_tp2,qwen3_30b_a3b,gpt_oss_120b_tp4")
     ap.add_argument("--tokens", default="2048,8192")
-    ap.add_argument("--block-m", type=int, default=64, choices=(64, 128),
-                    help="the Gluon kernels' BLOCK_M (tiles: policy.gluon_grouped_config)")
     ap.add_argument("--group-m", type=int, help="GROUP_M of the Gluon kernels (default: the Triton config's, "
                     "scaled to the same rows per weight tile)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     gemms = args.gemm.split(",")
     if args.compile_only:
-        rows = [compile_only(g, args.block_m, group) for g in gemms for group in (1, 8)]
+        rows = [compile_only(g, group) for g in gemms for group in (1, 8)]
     else:
-        rows = run_gpu(gemms, args.shapes.split(","), [int(t) for t in args.tokens.split(",")], args.block_m,
-                       args.group_m)
+        rows = run_gpu(gemms, args.shapes.split(","), [int(t) for t in args.tokens.split(",")], args.group_m)
     if args.out:
         args.out.write_text(json.dumps(rows, indent=1) + "\n")
     return 0

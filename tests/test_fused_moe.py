@@ -375,9 +375,9 @@ def _windowed_ids(ids, e, gen_device):
     return torch.where(torch.rand(ids.shape, device=gen_device) < 0.1, other, ids).contiguous()
 
 
-@pytest.mark.parametrize("block_m", [64, 128])
+@pytest.mark.parametrize("group_m", [1, 4])
 @pytest.mark.parametrize("case", ["ragged", "no_permute_top1"])
-def test_grouped_gluon_config(block_m, case, monkeypatch, device):
+def test_grouped_gluon_config(group_m, case, monkeypatch, device):
     # GroupedConfig.gluon: on sm_90 the Gluon kernels (TMA weights, async wgmma) compute the
     # layer; elsewhere, and under the interpreter, the Triton kernels run the same tiles.
     # ragged: H and I multiples of 16 (the Gluon kernels' need) but not of 128 or of the tiles.
@@ -392,7 +392,7 @@ def test_grouped_gluon_config(block_m, case, monkeypatch, device):
     ids = _windowed_ids(ids, e, device)
     shared = torch.randn_like(x)
     window = dict(shared_output=shared, expert_offset=1, num_experts=e + 3)
-    cfg = policy.gluon_grouped_config(block_m, 4)
+    cfg = policy.gluon_grouped_config(group_m)
     assert policy.legal("grouped", cfg, "fp8_tensor")
     assert not policy.legal("grouped", cfg, "fp8_block") and not policy.legal("grouped", cfg, "bf16")
     assert not policy.legal("grouped", dataclasses.replace(cfg, fp8_promote_k=64), "fp8_tensor")
@@ -405,7 +405,8 @@ def test_grouped_gluon_config(block_m, case, monkeypatch, device):
         assert rel_l2(got, want) <= 1e-2  # another summation order, then the same requantisation
     names = _count_launches(monkeypatch, lambda: fused_moe(x, weights, tw, ids, path="grouped", config=cfg,
                                                            check_ids=False, **window))
-    assert len(names) == grouped.kernel_launches(m, k, weights, cfg)
+    gluon = grouped.uses_gluon(weights, cfg, x.device, "silu")
+    assert len(names) == grouped.kernel_launches(m, k, weights, cfg, gluon=gluon)
     if not ON_GPU:
         return
     out = torch.empty_like(x)
@@ -418,6 +419,35 @@ def test_grouped_gluon_config(block_m, case, monkeypatch, device):
         out.fill_(float("nan"))
         graph.replay()
         assert torch.equal(out, fused_moe(x, weights, tw, ids, path="grouped", config=cfg, **window))
+
+
+@pytest.mark.parametrize("block_m,top_k", [(16, 2), (64, 1)])
+def test_gather_plan_rows(block_m, top_k, device):
+    # The Gluon path's x in plan order: row p holds x[sorted_routes[p] // top_k] and its scale,
+    # zeros on padding rows; blocks past num_blocks are left alone.
+    from fusedmoe.paths._grouped_kernels import gather_plan_rows_kernel
+    from fusedmoe.plan import build_plan
+
+    m, e, cols = 37, 5, 80
+    ids = torch.randint(-1, e, (m, top_k), device=device, dtype=torch.int32)
+    plan = build_plan(ids, e, block_m)
+    x = torch.randn(m, cols, device=device).to(torch.float8_e4m3fn)
+    xs = torch.rand(m, 1, device=device) + 0.5
+    rows = plan.sorted_routes.numel()
+    got = torch.full((rows, cols), float("nan"), device=device).to(torch.float8_e4m3fn)
+    got_s = torch.full((rows,), float("nan"), device=device)
+    gather_plan_rows_kernel[(plan.block_expert.numel(),)](x, xs, plan.sorted_routes, plan.num_blocks, got, got_s,
+                                                          cols, top_k, x.stride(0), got.stride(0), BLOCK_M=block_m,
+                                                          BLOCK_C=32)
+    live = int(plan.num_blocks) * block_m
+    routes = plan.sorted_routes[:live].long()
+    held = routes >= 0
+    want = torch.zeros(live, cols, device=device)
+    want[held] = x.float()[routes[held] // top_k]
+    want_s = torch.zeros(live, device=device)
+    want_s[held] = xs.view(-1)[routes[held] // top_k]
+    assert torch.equal(got[:live].float(), want) and torch.equal(got_s[:live], want_s)
+    assert got_s[live:].isnan().all()
 
 
 @pytest.mark.parametrize("path", PATHS)

@@ -231,3 +231,25 @@ def grouped_down_kernel(
         acc += tl.load(b_ptr + e.to(tl.int64) * H + n, mask=n_ok, other=0.0)[None, :]
     tl.store(y_ptr + r64[:, None] * stride_y + n[None, :], acc.to(y_ptr.dtype.element_ty),
              mask=valid[:, None] & n_ok[None, :])
+
+
+@triton.jit
+def gather_plan_rows_kernel(a_ptr, as_ptr, routes_ptr, num_blocks_ptr, out_ptr, out_s_ptr, cols, TOPK,
+                            stride_a, stride_out, BLOCK_M: tl.constexpr, BLOCK_C: tl.constexpr):
+    """x rows into plan order, for the Gluon GEMMs' TMA loads: out[p] = a[t], out_s[p] = as[t]
+    for t = sorted_routes[p] // TOPK, zeros where sorted_routes[p] < 0 (a [M, cols], as [M]
+    with unit stride; out [P, cols], out_s [P]); one program per plan block, past num_blocks
+    none."""
+    b = tl.program_id(0)
+    if b >= tl.load(num_blocks_ptr):
+        return
+    p = b * BLOCK_M + tl.arange(0, BLOCK_M)
+    route = tl.load(routes_ptr + p)
+    ok = route >= 0
+    src = a_ptr + tl.where(ok, route // TOPK, 0).to(tl.int64)[:, None] * stride_a
+    dst = out_ptr + p.to(tl.int64)[:, None] * stride_out
+    for c0 in range(0, cols, BLOCK_C):
+        c = c0 + tl.arange(0, BLOCK_C)
+        in_row = (c < cols)[None, :]
+        tl.store(dst + c[None, :], tl.load(src + c[None, :], mask=ok[:, None] & in_row, other=0.0), mask=in_row)
+    tl.store(out_s_ptr + p, tl.load(as_ptr + tl.where(ok, route // TOPK, 0), mask=ok, other=0.0))

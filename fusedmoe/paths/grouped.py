@@ -20,11 +20,11 @@ from ..policy import GroupedConfig
 from .._runtime import cdiv, is_sm90
 from ..weights import ExpertWeights
 from ._common import optional_ptr, scale_args
-from ._grouped_gluon_kernels import (K_STEP, gluon_grouped_down_kernel, gluon_grouped_gate_up_kernel,
-                                     weight_tile_layout)
-from ._grouped_kernels import ROW_SCALED, grouped_down_kernel, grouped_gate_up_kernel
+from ._grouped_gluon_kernels import K_STEP, gluon_grouped_down_kernel, gluon_grouped_gate_up_kernel, tile_layout
+from ._grouped_kernels import ROW_SCALED, gather_plan_rows_kernel, grouped_down_kernel, grouped_gate_up_kernel
 
 QUANTIZES_ACTIVATIONS = {"bf16": False, "fp16": False, "fp8_tensor": True, "fp8_block": True}
+_GATHER_COLS = 512  # columns per step of gather_plan_rows_kernel (64 rows x 512 e4m3: 32 KB)
 
 
 
@@ -54,11 +54,13 @@ def uses_gluon(weights: ExpertWeights, config: GroupedConfig | None, device: tor
             and weights.hidden_size % 16 == 0 and weights.intermediate_size % 16 == 0)
 
 
-def kernel_launches(m: int, top_k: int, weights: ExpertWeights, config: GroupedConfig | None = None) -> int:
-    """Launches of one call: [quantise x] + the plan's + gate/up + [requantise] + down + combine."""
+def kernel_launches(m: int, top_k: int, weights: ExpertWeights, config: GroupedConfig | None = None,
+                    gluon: bool = False) -> int:
+    """Launches of one call: [quantise x] + the plan's + [gather x into plan order: ``gluon``,
+    as ``uses_gluon`` says] + gate/up + [requantise] + down + combine."""
     routes, e_local = m * top_k, weights.num_experts
     return (int(weights.is_fp8) + plan_launches(routes, e_local, no_permute=uses_no_permute(routes, e_local)) + 3
-            + int(splits_quantisation(weights, config)))
+            + int(splits_quantisation(weights, config)) + int(gluon))
 
 
 def grouped_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Tensor, topk_ids: torch.Tensor,
@@ -78,6 +80,11 @@ def grouped_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Ten
 
     row_scaled = quant.x_row_scaled(weights.format)
     split = splits_quantisation(weights, config)
+    y = torch.empty(m * k, hidden, dtype=x.dtype, device=dev)
+    if uses_gluon(weights, config, dev, activation):
+        _gluon_gemms(*quantize_rows(x, whole_rows=True), weights, plan, y, config, k)
+        combine_launch(y, topk_weights, topk_ids, out, shared_output, expert_offset, e_local)
+        return out
     if fp8:
         a1, a1_s = quantize_rows(x, whole_rows=row_scaled)
         act = torch.empty(m * k, inter, dtype=torch.float32 if split else quant.FP8_DTYPE, device=dev)
@@ -86,12 +93,7 @@ def grouped_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Ten
         a1, a1_s = x, x
         act = torch.empty(m * k, inter, dtype=x.dtype, device=dev)
         act_s = act
-    y = torch.empty(m * k, hidden, dtype=x.dtype, device=dev)
 
-    if uses_gluon(weights, config, dev, activation):
-        _gluon_gemms(a1, a1_s, weights, plan, act, y, config, k)
-        combine_launch(y, topk_weights, topk_ids, out, shared_output, expert_offset, e_local)
-        return out
     ws13, se13, sn13, mode = scale_args(weights, weights.w13_scale, x)
     grouped_gate_up_kernel[(max_blocks * cdiv(inter, gu.block_n),)](
         a1, a1_s, weights.w13, ws13, optional_ptr(weights.w13_bias, x),
@@ -119,25 +121,35 @@ def grouped_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Ten
     return out
 
 
-def _gluon_gemms(x_q: torch.Tensor, x_s: torch.Tensor, weights: ExpertWeights, plan, act: torch.Tensor,
-                 y: torch.Tensor, config: GroupedConfig, top_k: int) -> None:
-    """gate/up -> act (fp32 [R, I]), its requantisation, down -> y [R, H], by the Gluon kernels
-    (``uses_gluon``); x_q [M, H] e4m3 with one scale per row x_s [M, 1]."""
+def _gluon_gemms(x_q: torch.Tensor, x_s: torch.Tensor, weights: ExpertWeights, plan, y: torch.Tensor,
+                 config: GroupedConfig, top_k: int) -> None:
+    """x's rows gathered into plan order, gate/up -> act (bf16 [P, I], plan order), its
+    requantisation, down -> y [R, H] (route order), by the Gluon kernels (``uses_gluon``);
+    x_q [M, H] e4m3 with one scale per row x_s [M, 1]; P = len(sorted_routes)."""
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-    assert act.dtype == torch.float32  # the 64-column gate/up tile's output (splits_quantisation)
     hidden, inter = weights.hidden_size, weights.intermediate_size
     bm, gu, dn = config.block_m, config.gate_up, config.down
     grid = plan.block_expert.numel()
-    ring = dict(BLOCK_M=bm, GROUP_M=config.group_m, STAGES=gu.num_stages, num_warps=gu.num_warps)
-    w13 = TensorDescriptor(weights.w13.view(-1, hidden), [weights.w13.numel() // hidden, hidden], [hidden, 1],
-                           [gu.block_n, K_STEP], weight_tile_layout(gu.block_n))
+    rows = plan.sorted_routes.numel()
+    if rows == 0:
+        return
+    x_plan = torch.empty(rows, hidden, dtype=x_q.dtype, device=x_q.device)
+    x_plan_s = torch.empty(rows, dtype=torch.float32, device=x_q.device)
+    gather_plan_rows_kernel[(grid,)](x_q, x_s, plan.sorted_routes, plan.num_blocks, x_plan, x_plan_s, hidden, top_k,
+                                     x_q.stride(0), x_plan.stride(0), BLOCK_M=bm, BLOCK_C=_GATHER_COLS)
+
+    def desc(t, block_rows):  # [rows, cols] e4m3 in tiles of [block_rows, 128]
+        return TensorDescriptor(t, list(t.shape), list(t.stride()), [block_rows, K_STEP], tile_layout(block_rows))
+
+    act = torch.empty(rows, inter, dtype=torch.bfloat16, device=x_q.device)
     gluon_grouped_gate_up_kernel[(grid * cdiv(inter, gu.block_n),)](
-        x_q, x_s, w13, weights.w13_scale, plan.sorted_routes, plan.block_expert, plan.num_blocks, act,
-        hidden, inter, top_k, act.stride(0), **ring)
+        desc(x_plan, bm), x_plan_s, desc(weights.w13.view(-1, hidden), gu.block_n), weights.w13_scale,
+        plan.block_expert, plan.num_blocks, act, hidden, inter, act.stride(0),
+        GROUP_M=config.group_m, STAGES=gu.num_stages, num_warps=gu.num_warps)
+    # rows of blocks past num_blocks hold garbage here; down never reads them
     act_q, act_s = quantize_rows(act)
-    w2 = TensorDescriptor(weights.w2.view(-1, inter), [weights.w2.numel() // inter, inter], [inter, 1],
-                          [dn.block_n, K_STEP], weight_tile_layout(dn.block_n))
     gluon_grouped_down_kernel[(grid * cdiv(hidden, dn.block_n),)](
-        act_q, act_s, w2, weights.w2_scale, plan.sorted_routes, plan.block_expert, plan.num_blocks, y,
-        hidden, inter, act_s.stride(0), y.stride(0), **dict(ring, STAGES=dn.num_stages, num_warps=dn.num_warps))
+        desc(act_q, bm), act_s, desc(weights.w2.view(-1, inter), dn.block_n), weights.w2_scale, plan.sorted_routes,
+        plan.block_expert, plan.num_blocks, y, hidden, inter, act_s.stride(0), y.stride(0),
+        GROUP_M=config.group_m, STAGES=dn.num_stages, num_warps=dn.num_warps)
