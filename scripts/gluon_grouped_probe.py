@@ -13,7 +13,7 @@ GEMM with the grouped path's contract:
 - down: each step's sum is scaled by the step's per-row activation scale, and y[r] is written
   in route order as bf16.
 - gate/up: gate and up are two 64-column tiles, and up's wgmma overlaps gate's add.  x's row
-  scale and the expert scale apply at the end, then SwiGLU.  The output is bf16, requantised
+  scale and the expert scale apply at the end, then SwiGLU.  The output is fp32, requantised
   per 128 columns by ``quantize_rows``.
 
     python scripts/gluon_grouped_probe.py [--gemm down,gate_up] [--group-m N]
@@ -90,7 +90,7 @@ def run_gpu(gemms: list[str], names: list[str], tokens: list[int], group_m: int 
     per weight tile.  gate/up compares e4m3
     outputs, each with the launches that make them (Triton's requantisation launch where its
     gate/up tile is narrower than 128, the Gluon kernel's always); its row "gluon_gemm" times
-    the gather and the Gluon GEMM alone (bf16 out)."""
+    the gather and the Gluon GEMM alone (fp32 out)."""
     import torch
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
@@ -126,9 +126,8 @@ def run_gpu(gemms: list[str], names: list[str], tokens: list[int], group_m: int 
                 else:
                     w = (torch.randn(e_num, 2 * inter, hidden, device=dev, generator=gen) * 0.05).to(torch.float8_e4m3fn)
                     a, a_s = quantize_rows(torch.randn(m, hidden, device=dev, generator=gen).bfloat16(), whole_rows=True)
-                    assert a_s.shape[1] == 1 and a_s.stride(0) == 1  # the Gluon kernel reads xs[token]
+                    assert a_s.shape[1] == 1 and a_s.stride(0) == 1  # gather_plan_rows reads xs[token]
                     n_out, k_in, flops = inter, hidden, 2 * r * 2 * inter * hidden
-                assert a.is_contiguous()  # the Gluon gather's row stride is K
                 ws = torch.rand(e_num, device=dev, generator=gen) + 0.5
                 ref = _reference(gemm, a, a_s, w, ws, flat, top_k, inter)
                 w_desc = TensorDescriptor(w.view(-1, k_in), [w.numel() // k_in, k_in], [k_in, 1], [bn, K_STEP],
@@ -211,7 +210,7 @@ def _triton_call(gemm, cfg, plan, a, a_s, w, ws, r, top_k, hidden, inter, down_k
 
 def _gluon_call(gemm, plan, a, a_s, w_desc, ws, r, top_k, hidden, inter, bn, block_m, group_m, stages, warps):
     """(launch, output in route order) of the Gluon kernel; for gate/up ((gather + GEMM +
-    requantisation, output), (gather + GEMM, its bf16 output)).  down's input is put in plan
+    requantisation, output), (gather + GEMM, its fp32 output)).  down's input is put in plan
     order before (gate/up's output is, in the library)."""
     import torch
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
@@ -246,7 +245,7 @@ def _gluon_call(gemm, plan, a, a_s, w_desc, ws, r, top_k, hidden, inter, bn, blo
     x_plan = torch.empty(rows, hidden, device=a.device, dtype=a.dtype)
     xs_plan = torch.empty(rows, device=a.device, dtype=torch.float32)
     x_desc = desc(x_plan)
-    act = torch.empty(rows, inter, device=a.device, dtype=torch.bfloat16)
+    act = torch.empty(rows, inter, device=a.device, dtype=torch.float32)
     out = {}
 
     def gemm_only():

@@ -402,7 +402,11 @@ def test_grouped_gluon_config(group_m, case, monkeypatch, device):
     got = run_and_check(weights, x, tw, ids, "grouped", config=cfg, shared=shared, offset=1, n_global=e + 3)
     if grouped.uses_gluon(weights, cfg, x.device, "silu"):  # against the Triton kernels with the same tiles
         want = fused_moe(x, weights, tw, ids, path="grouped", config=dataclasses.replace(cfg, gluon=False), **window)
-        assert rel_l2(got, want) <= 1e-2  # another summation order, then the same requantisation
+        # another summation order, then the same requantisation of nearly the same fp32 values:
+        # e4m3 codes differ only where a sum lands next to a rounding midpoint.  (A bf16
+        # intermediate, rounded before the requantisation, passed the old 1e-2 here and failed
+        # the tuner's 1% gate against the reference at real shapes: tenth session.)
+        assert rel_l2(got, want) <= 2e-3
     names = _count_launches(monkeypatch, lambda: fused_moe(x, weights, tw, ids, path="grouped", config=cfg,
                                                            check_ids=False, **window))
     gluon = grouped.uses_gluon(weights, cfg, x.device, "silu")
@@ -421,16 +425,17 @@ def test_grouped_gluon_config(group_m, case, monkeypatch, device):
         assert torch.equal(out, fused_moe(x, weights, tw, ids, path="grouped", config=cfg, **window))
 
 
-@pytest.mark.parametrize("block_m,top_k", [(16, 2), (64, 1)])
-def test_gather_plan_rows(block_m, top_k, device):
+@pytest.mark.parametrize("block_m,top_k,no_permute", [(16, 2, False), (64, 1, False), (8, 3, True)])
+def test_gather_plan_rows(block_m, top_k, no_permute, device):
     # The Gluon path's x in plan order: row p holds x[sorted_routes[p] // top_k] and its scale,
-    # zeros on padding rows; blocks past num_blocks are left alone.
+    # zeros on padding rows; blocks past num_blocks are left alone.  On an expert window (ids
+    # outside it and -1 held nowhere), blocked and no-permute plans.
     from fusedmoe.paths._grouped_kernels import gather_plan_rows_kernel
     from fusedmoe.plan import build_plan
 
     m, e, cols = 37, 5, 80
     ids = torch.randint(-1, e, (m, top_k), device=device, dtype=torch.int32)
-    plan = build_plan(ids, e, block_m)
+    plan = build_plan(ids, e, block_m, expert_offset=1, num_local_experts=e - 2, no_permute=no_permute)
     x = torch.randn(m, cols, device=device).to(torch.float8_e4m3fn)
     xs = torch.rand(m, 1, device=device) + 0.5
     rows = plan.sorted_routes.numel()

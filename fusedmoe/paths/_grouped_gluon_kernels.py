@@ -20,13 +20,15 @@ These kernels are that GEMM with the grouped path's contract:
   expert's rows read the next expert's rows or TMA's zero fill; the stores mask them.
 - One warpgroup (BLOCK_M 64, 4 warps; two CTAs per SM) and a ring of STAGES slots, each
   step's tiles arriving on the slot's mbarrier; a slot is refilled as soon as its step's
-  wgmma is waited for, with no barrier per step (the dense probe's loop).  Every K step of
+  wgmma is waited for, with no barrier of its own (the dense probe's loop).  Every K step of
   128 is its own wgmma into a fresh partial, waited for and added in fp32: MMA sums are
   promoted every 128 columns, as ``GroupedConfig.fp8_promote_k == 128``.
 - gate/up: gate and up are two tiles of BLOCK_N columns, and up's wgmma runs under gate's add.
   x's row scale and the expert scale apply at the end, then SiLU(gate) * up is written in
-  bf16 (half the bytes of fp32: the round trip cost 245 us of 2761 at Mixtral M=8192) and
-  requantised per 128 columns by ``quantize_rows``.
+  fp32 and requantised per 128 columns by ``quantize_rows``, as the fused epilogue would
+  quantise it.  (In bf16 the round trip took 172 us less at Mixtral M=8192, but rounding
+  before the requantisation moved the layer past the tuner's 1% rel-L2 gate against the
+  reference in all 6 cases tried: tenth session.)
 - down: each step's partial is scaled by the rows' activation scale for that step, loaded
   while the step's wgmma runs.
 
@@ -97,8 +99,9 @@ def _load_step(a_desc, a_smem, w_desc, w_smem, u_smem, bars, step, a_row0, w_row
     """Issue step ``step``'s TMA loads into its ring slot, all on the slot's barrier: the A tile
     at row a_row0, the weight tile at row w_row0 (and with TWO_W the one at u_row0); nothing
     past the last step.  The kernels refill slot s with step k + STAGES right after waiting for
-    step k's wgmma, with no barrier: one warpgroup's wgmma is one collective operation, so when
-    any of its warps has seen it complete, no warp still reads the slot."""
+    step k's wgmma, with no barrier of their own: one warpgroup's wgmma is one collective
+    operation, so when any of its warps has seen it complete, no warp still reads the slot.
+    (Gluon's lowering puts a CTA-wide bar.sync before the expect and each TMA issue anyway.)"""
     s = step % STAGES
     if step < num_k:
         k0 = step * BLOCK_K
@@ -171,7 +174,7 @@ def gluon_grouped_gate_up_kernel(x_desc, xs_ptr, w_desc, ws_ptr, block_expert_pt
     """act[p, n] = SiLU(g) * u, g = s xp[p] . W13[e, n], u = s xp[p] . W13[e, I + n],
     s = xs[p] ws[e], for the plan rows p of one block and n in one BLOCK_N tile of I (xp [P, H]
     e4m3 in plan order as the descriptor's, one scale per row xs [P], 0 on padding rows;
-    W13 [E, 2I, H] e4m3 as the descriptor's [E*2I, H]; act [P, I] (bf16) in plan order, padding
+    W13 [E, 2I, H] e4m3 as the descriptor's [E*2I, H]; act [P, I] fp32 in plan order, padding
     rows 0)."""
     BLOCK_M: gl.constexpr = x_desc.block_type.shape[0]
     BLOCK_N: gl.constexpr = w_desc.block_type.shape[0]

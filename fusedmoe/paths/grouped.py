@@ -2,8 +2,8 @@
 live block and N tile, SwiGLU fused into the gate/up epilogue (with the FP8 requantisation,
 unless the gate/up tile is narrower than a 128-column group), a deterministic top-k combine.
 
-Launches: [FP8: quantise x] + plan + gate/up + [FP8 with 64-wide gate/up tiles: requantise] +
-down + combine.
+Launches: [FP8: quantise x] + plan + [Gluon GEMMs: gather x into plan order] + gate/up +
+[FP8 with 64-wide gate/up tiles: requantise] + down + combine.
 Activations: FP8 formats quantise x to e4m3, fp8_tensor per row and fp8_block per row per 128
 columns (``quant.x_group``), and the SwiGLU output per row per 128 columns
 (``quantize_activations=True`` in the reference); bf16/fp16 keep them in the input dtype.
@@ -123,7 +123,7 @@ def grouped_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Ten
 
 def _gluon_gemms(x_q: torch.Tensor, x_s: torch.Tensor, weights: ExpertWeights, plan, y: torch.Tensor,
                  config: GroupedConfig, top_k: int) -> None:
-    """x's rows gathered into plan order, gate/up -> act (bf16 [P, I], plan order), its
+    """x's rows gathered into plan order, gate/up -> act (fp32 [P, I], plan order), its
     requantisation, down -> y [R, H] (route order), by the Gluon kernels (``uses_gluon``);
     x_q [M, H] e4m3 with one scale per row x_s [M, 1]; P = len(sorted_routes)."""
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
@@ -142,12 +142,13 @@ def _gluon_gemms(x_q: torch.Tensor, x_s: torch.Tensor, weights: ExpertWeights, p
     def desc(t, block_rows):  # [rows, cols] e4m3 in tiles of [block_rows, 128]
         return TensorDescriptor(t, list(t.shape), list(t.stride()), [block_rows, K_STEP], tile_layout(block_rows))
 
-    act = torch.empty(rows, inter, dtype=torch.bfloat16, device=x_q.device)
+    act = torch.empty(rows, inter, dtype=torch.float32, device=x_q.device)
     gluon_grouped_gate_up_kernel[(grid * cdiv(inter, gu.block_n),)](
         desc(x_plan, bm), x_plan_s, desc(weights.w13.view(-1, hidden), gu.block_n), weights.w13_scale,
         plan.block_expert, plan.num_blocks, act, hidden, inter, act.stride(0),
         GROUP_M=config.group_m, STAGES=gu.num_stages, num_warps=gu.num_warps)
-    # rows of blocks past num_blocks hold garbage here; down never reads them
+    # rows of blocks past num_blocks (and no-permute blocks of routes not held here) hold
+    # garbage here and are requantised for nothing; down never reads them
     act_q, act_s = quantize_rows(act)
     gluon_grouped_down_kernel[(grid * cdiv(hidden, dn.block_n),)](
         desc(act_q, bm), act_s, desc(weights.w2.view(-1, inter), dn.block_n), weights.w2_scale, plan.sorted_routes,
