@@ -37,9 +37,12 @@ import triton
 from fusedmoe.paths._grouped_gluon_kernels import (K_STEP, gluon_grouped_down_kernel, gluon_grouped_gate_up_kernel,
                                                   tile_layout)
 
-# (E, top_k, H, I) of the grouped layers whose FP8 cases are slowest against vLLM, and one more
+# (E, top_k, H, I) of the grouped layers whose FP8 cases are slowest against vLLM, and one more.
+# one_expert at M=2048: the dense probe's products (fp8_pingpong_probe.py's mixtral_gate_up
+# and mixtral_down) as one expert's grouped GEMMs, to tell what the grouped form costs
 SHAPES = {"mixtral_8x7b_tp2": (8, 2, 4096, 7168), "qwen3_30b_a3b": (128, 8, 2048, 768),
-          "gpt_oss_120b_tp4": (128, 4, 2880, 720), "deepseek_v3_tp8": (256, 8, 7168, 256)}
+          "gpt_oss_120b_tp4": (128, 4, 2880, 720), "deepseek_v3_tp8": (256, 8, 7168, 256),
+          "one_expert": (1, 1, 4096, 7168)}
 
 
 def compile_only(gemm: str, group_m: int) -> dict:
