@@ -9,7 +9,8 @@
 #   tests     the test suite on CUDA
 #   memcheck  compute-sanitizer memcheck on small ragged cases, every path and format
 #   swiglu    fused SwiGLU + FP8 quantisation against the separate kernels
-#   kernels   per-kernel device time of one call (KERNEL_TOKENS 1,8; KERNEL_FORMATS) against the floor and the graph time
+#   kernels   per-kernel device time of one call (KERNEL_TOKENS 1,8; KERNEL_FORMATS; KERNEL_SHAPES peers; KERNEL_PATH
+#             auto, or grouped / grouped_gluon / ...) against the floor and the graph time, into OUT_DIR/kernels_PATH
 #   promote   grouped FP8 with MMA sums promoted every 32 / 64 / 128 columns or never (PROMOTE_VARIANTS, _SHAPES,
 #             _FORMATS, _TOKENS): time and rel-L2
 #   plan      route-plan time over routes x experts (target <= 3 us up to 2048 x 512)
@@ -53,7 +54,8 @@ for step in $steps; do
                 --error-exitcode 9 python -m fusedmoe check sanitize ;;
     swiglu)   run swiglu python -m fusedmoe.bench.swiglu_quant --out "$out" ;;
     kernels)  run kernels python -m fusedmoe.bench.kernels --tokens "${KERNEL_TOKENS:-1,8}" \
-                --formats "${KERNEL_FORMATS:-bf16,fp8_tensor,fp8_block}" --out "$out" ;;
+                --formats "${KERNEL_FORMATS:-bf16,fp8_tensor,fp8_block}" --path "${KERNEL_PATH:-auto}" \
+                ${KERNEL_SHAPES:+--shape "$KERNEL_SHAPES"} --out "$out/kernels_${KERNEL_PATH:-auto}" ;;
     promote)  run promote python scripts/promote_probe.py --out "$out" ${PROMOTE_SHAPES:+--shape "$PROMOTE_SHAPES"} \
                 ${PROMOTE_FORMATS:+--formats "$PROMOTE_FORMATS"} ${PROMOTE_TOKENS:+--tokens "$PROMOTE_TOKENS"} \
                 ${PROMOTE_VARIANTS:+--variants "$PROMOTE_VARIANTS"} ;;

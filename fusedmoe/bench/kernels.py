@@ -2,14 +2,16 @@
 against the layer's HBM floor and the graph-timed call.
 
     python -m fusedmoe.bench.kernels [--shape peers] [--formats bf16,fp8_tensor,fp8_block]
-                                     [--tokens 1,8] [--path auto|...|torch_grouped_mm] [--calls 20] [--out DIR]
+                                     [--tokens 1,8] [--path auto|...|grouped_gluon|torch_grouped_mm] [--calls 20]
+                                     [--out DIR]
 
 For each case: weight copies rotated so that >= 200 MB of other weights stream between two
 uses of a copy (as ``fusedmoe bench``), one call per copy to compile, then ``--calls`` eager
 calls under the profiler.  Reported per kernel: mean device microseconds per call.  Beside
 them: their sum, the graph-timed call (``harness.graph_us``: what launches and gaps add) and
 the floor (active experts' bytes / measured copy bandwidth).  Writes kernels.md / .json with
---out.
+--out.  ``grouped_gluon``: the grouped path with the Gluon GEMMs (fp8_tensor on sm_90,
+``policy.gluon_grouped_config`` with the served config's group_m).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from pathlib import Path
 
 import torch
 
+from .. import policy
+from .._runtime import device_name, num_sms
 from ..api import fused_moe
 from ..shapes import PEER_SHAPES, get_shape
 from ..weights import ExpertWeights
@@ -67,9 +71,10 @@ def run(shape_names: list[str], formats: list[str], tokens: list[int], path: str
                     peer = get_peer(path)
                     calls = [lambda w=w, r=r: peer(x, w, r[0], r[1], 0, shape.num_experts) for w, r in zip(copies, routings)]
                 else:
-                    calls = [lambda w=w, r=r: fused_moe(x, w, r[0], r[1], path=path, out=out, check_ids=False,
-                                                        num_experts=shape.num_experts)
-                             for w, r in zip(copies, routings)]
+                    kw = dict(path=path, out=out, check_ids=False, num_experts=shape.num_experts)
+                    if path == "grouped_gluon":
+                        kw.update(path="grouped", config=_gluon_config(shape, fmt, m, dev))
+                    calls = [lambda w=w, r=r: fused_moe(x, w, r[0], r[1], **kw) for w, r in zip(copies, routings)]
                 for c in calls:
                     c()
                 per_kernel = kernel_times(calls, repeats)
@@ -87,12 +92,19 @@ def run(shape_names: list[str], formats: list[str], tokens: list[int], path: str
     return rows
 
 
+def _gluon_config(shape, fmt: str, m: int, dev: torch.device) -> policy.GroupedConfig:
+    """The Gluon GEMMs' config at the group_m of the grouped config served at this case."""
+    facts = (m, shape.top_k, shape.num_local_experts, shape.hidden_size, shape.intermediate_size, fmt)
+    return policy.gluon_grouped_config(policy.select_config("grouped", *facts, device_name(dev), num_sms(dev)).group_m)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shape", default="peers", help="preset names, comma-separated, or 'peers'")
     ap.add_argument("--formats", default="bf16,fp8_tensor,fp8_block")
     ap.add_argument("--tokens", default="1,8")
-    ap.add_argument("--path", default="auto", help="auto, route_direct, grouped, or a peer (torch_grouped_mm)")
+    ap.add_argument("--path", default="auto",
+                    help="auto, route_direct, grouped, grouped_gluon, or a peer (torch_grouped_mm)")
     ap.add_argument("--calls", type=int, default=20, help="profiled calls per case")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
