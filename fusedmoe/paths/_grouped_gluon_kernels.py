@@ -78,7 +78,7 @@ def _program_block(num_n, block_expert_ptr, num_blocks_ptr, GROUP_M: gl.constexp
 
 @gluon.jit
 def _ring_barriers(STAGES: gl.constexpr):
-    """One initialised mbarrier per ring slot (its TMA weight tiles arrive on it)."""
+    """One initialised mbarrier per ring slot (its step's TMA tiles arrive on it)."""
     bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     for i in gl.static_range(STAGES):
         mbarrier.init(bars.index(i), count=1)
