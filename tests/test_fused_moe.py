@@ -509,6 +509,17 @@ def test_fuzz_against_reference(m, e, k, h, i, fmt, path, offset, data, device):
                               swap_ab=True)
         tc_down = fmt != PLAIN_FORMAT and data.draw(st.booleans())  # FP8: the tensor-core down too
         config = policy.RouteDirectConfig(gate_up, policy.Tile(16, 128, 4, 2 if tc_down else 1, swap_ab=tc_down))
+    elif path == "grouped" and data.draw(st.booleans()):  # any legal tiles, as the tuner may pick them
+        block_m = data.draw(st.sampled_from([16, 32, 64, 128]))
+        swap = block_m < 64  # swapped exactly below 64 rows, as tune.apply sets it
+        gate_up = policy.Tile(data.draw(st.sampled_from([64, 128] if swap else [32, 64, 128])),
+                              data.draw(st.sampled_from([32, 64, 128])), 4, 2, swap_ab=swap)
+        down = policy.Tile(data.draw(st.sampled_from([32, 64, 128])), data.draw(st.sampled_from([32, 64, 128])), 4, 2,
+                           swap_ab=swap)
+        promote = data.draw(st.sampled_from([0, 32, 64, 128]))  # 0: never
+        promote = min(promote, gate_up.block_k, down.block_k) if promote else 0
+        config = policy.GroupedConfig(block_m, gate_up, down, data.draw(st.sampled_from([1, 2, 4])), promote)
+        assert policy.legal("grouped", config, fmt), config
     run_and_check(weights, x, tw, ids, path, shared=shared, offset=offset, n_global=n_global, config=config)
 
 
