@@ -35,7 +35,7 @@ from pathlib import Path
 
 import triton
 from fusedmoe.paths._grouped_gluon_kernels import (K_STEP, gluon_grouped_down_kernel, gluon_grouped_gate_up_kernel,
-                                                  tile_layout)
+                                                  tile_desc)
 
 # (E, top_k, H, I) of the grouped layers whose FP8 cases are slowest against vLLM, and one more.
 # one_expert at M=2048: the dense probe's products (fp8_pingpong_probe.py's mixtral_gate_up
@@ -95,7 +95,6 @@ def run_gpu(gemms: list[str], names: list[str], tokens: list[int], group_m: int 
     gate/up tile is narrower than 128, the Gluon kernel's always); its row "gluon_gemm" times
     the gather and the Gluon GEMM alone (fp32 out)."""
     import torch
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
     from fusedmoe import policy
     from fusedmoe._runtime import device_name, num_sms
@@ -133,8 +132,7 @@ def run_gpu(gemms: list[str], names: list[str], tokens: list[int], group_m: int 
                     n_out, k_in, flops = inter, hidden, 2 * r * 2 * inter * hidden
                 ws = torch.rand(e_num, device=dev, generator=gen) + 0.5
                 ref = _reference(gemm, a, a_s, w, ws, flat, top_k, inter)
-                w_desc = TensorDescriptor(w.view(-1, k_in), [w.numel() // k_in, k_in], [k_in, 1], [bn, K_STEP],
-                                          tile_layout(bn))
+                w_desc = tile_desc(w.view(-1, k_in), bn)
                 calls = {"triton": _triton_call(gemm, cfg, plans[cfg.block_m], a, a_s, w, ws, r, top_k, hidden, inter,
                                                 grouped_down_kernel, grouped_gate_up_kernel, ROW_SCALED.value),
                          "gluon": _gluon_call(gemm, plans[block_m], a, a_s, w_desc, ws, r, top_k, hidden, inter, bn,
@@ -216,17 +214,13 @@ def _gluon_call(gemm, plan, a, a_s, w_desc, ws, r, top_k, hidden, inter, bn, blo
     requantisation, output), (gather + GEMM, its fp32 output)).  down's input is put in plan
     order before (gate/up's output is, in the library)."""
     import torch
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-    from fusedmoe.paths._grouped_kernels import gather_plan_rows_kernel
+    from fusedmoe.paths.grouped import gather_plan_rows
 
     grid = plan.block_expert.numel()
     rows = plan.sorted_routes.numel()
     held = (plan.sorted_routes >= 0).nonzero().view(-1)
     routes = plan.sorted_routes[held].long()
-
-    def desc(t):
-        return TensorDescriptor(t, list(t.shape), list(t.stride()), [block_m, K_STEP], tile_layout(block_m))
 
     def to_routes(plan_rows):  # plan order -> route order
         out = torch.empty(r, plan_rows.shape[1], device=plan_rows.device, dtype=plan_rows.dtype)
@@ -238,25 +232,21 @@ def _gluon_call(gemm, plan, a, a_s, w_desc, ws, r, top_k, hidden, inter, bn, blo
         a_plan[held] = a[routes]
         as_plan = torch.zeros(rows, a_s.shape[1], device=a.device, dtype=a_s.dtype)
         as_plan[held] = a_s[routes]
-        a_desc = desc(a_plan)
+        a_desc = tile_desc(a_plan, block_m)
 
         def call():
             gluon_grouped_down_kernel[(grid * triton.cdiv(hidden, bn),)](
                 a_desc, as_plan, w_desc, ws, plan.sorted_routes, plan.block_expert, plan.num_blocks, y, hidden, inter,
                 as_plan.stride(0), y.stride(0), GROUP_M=group_m, STAGES=stages, num_warps=warps)
         return call, lambda: y
-    x_plan = torch.empty(rows, hidden, device=a.device, dtype=a.dtype)
-    xs_plan = torch.empty(rows, device=a.device, dtype=torch.float32)
-    x_desc = desc(x_plan)
     act = torch.empty(rows, inter, device=a.device, dtype=torch.float32)
     out = {}
 
     def gemm_only():
-        gather_plan_rows_kernel[(grid,)](a, a_s, plan.sorted_routes, plan.num_blocks, x_plan, xs_plan, hidden, top_k,
-                                         a.stride(0), x_plan.stride(0), BLOCK_M=block_m, BLOCK_C=512)
+        x_plan, xs_plan = gather_plan_rows(a, a_s, plan, top_k)
         gluon_grouped_gate_up_kernel[(grid * triton.cdiv(inter, bn),)](
-            x_desc, xs_plan, w_desc, ws, plan.block_expert, plan.num_blocks, act, hidden, inter, act.stride(0),
-            GROUP_M=group_m, STAGES=stages, num_warps=warps)
+            tile_desc(x_plan, block_m), xs_plan, w_desc, ws, plan.block_expert, plan.num_blocks, act, hidden, inter,
+            act.stride(0), GROUP_M=group_m, STAGES=stages, num_warps=warps)
 
     def with_requant():
         gemm_only()

@@ -41,6 +41,7 @@ from __future__ import annotations
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 K_STEP = 128                     # columns per K step: one promotion, one activation scale (down)
 BLOCK_K = gl.constexpr(K_STEP)   # the same, for the kernels
@@ -49,6 +50,11 @@ BLOCK_K = gl.constexpr(K_STEP)   # the same, for the kernels
 def tile_layout(rows: int):
     """Shared-memory layout of a [rows, 128] e4m3 tile (its TMA descriptor's): A and weight tiles."""
     return gl.NVMMASharedLayout.get_default_for([rows, K_STEP], gl.float8e4nv)
+
+
+def tile_desc(t, block_rows: int) -> TensorDescriptor:
+    """TMA descriptor of a 2-D e4m3 tensor (unit column stride) read in [block_rows, 128] tiles."""
+    return TensorDescriptor(t, list(t.shape), list(t.stride()), [block_rows, K_STEP], tile_layout(block_rows))
 
 
 @gluon.constexpr_function
@@ -77,12 +83,24 @@ def _program_block(num_n, block_expert_ptr, num_blocks_ptr, GROUP_M: gl.constexp
 
 
 @gluon.jit
-def _ring_barriers(STAGES: gl.constexpr):
-    """One initialised mbarrier per ring slot (its step's TMA tiles arrive on it)."""
+def _ring(a_desc, w_desc, a_row0, w_row0, u_row0, num_k, STAGES: gl.constexpr, TWO_W: gl.constexpr):
+    """The ring of STAGES slots, its first STAGES steps' loads issued (``_load_step``): A tiles,
+    weight tiles (and with TWO_W a second weight tile per step, else the first stands in), one
+    initialised mbarrier per slot, on which the slot's TMA tiles arrive."""
+    BLOCK_M: gl.constexpr = a_desc.block_type.shape[0]
+    BLOCK_N: gl.constexpr = w_desc.block_type.shape[0]
+    a_smem = gl.allocate_shared_memory(a_desc.dtype, [STAGES, BLOCK_M, BLOCK_K], a_desc.layout)
+    w_smem = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BLOCK_N, BLOCK_K], w_desc.layout)
+    if TWO_W:
+        u_smem = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BLOCK_N, BLOCK_K], w_desc.layout)
+    else:
+        u_smem = w_smem
     bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     for i in gl.static_range(STAGES):
         mbarrier.init(bars.index(i), count=1)
-    return bars
+    for i in gl.static_range(STAGES):
+        _load_step(a_desc, a_smem, w_desc, w_smem, u_smem, bars, i, a_row0, w_row0, u_row0, num_k, STAGES, TWO_W)
+    return a_smem, w_smem, u_smem, bars
 
 
 @gluon.jit
@@ -137,13 +155,9 @@ def gluon_grouped_down_kernel(a_desc, as_ptr, w_desc, ws_ptr, routes_ptr, block_
     route = gl.load(routes_ptr + p)
     scale_row = as_ptr + p.to(gl.int64) * stride_as
 
-    a_smem = gl.allocate_shared_memory(a_desc.dtype, [STAGES, BLOCK_M, BLOCK_K], a_desc.layout)
-    w_smem = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BLOCK_N, BLOCK_K], w_desc.layout)
-    bars = _ring_barriers(STAGES)
     a_row0 = b * BLOCK_M
     w_row0 = e * H + nt * BLOCK_N
-    for i in gl.static_range(STAGES):
-        _load_step(a_desc, a_smem, w_desc, w_smem, w_smem, bars, i, a_row0, w_row0, w_row0, num_k, STAGES, False)
+    a_smem, w_smem, _, bars = _ring(a_desc, w_desc, a_row0, w_row0, w_row0, num_k, STAGES, False)
 
     zero = gl.zeros((BLOCK_M, BLOCK_N), dtype=gl.float32, layout=mma)
     acc = gl.zeros((BLOCK_M, BLOCK_N), dtype=gl.float32, layout=mma)
@@ -187,15 +201,10 @@ def gluon_grouped_gate_up_kernel(x_desc, xs_ptr, w_desc, ws_ptr, block_expert_pt
     num_k = gl.cdiv(H, BLOCK_K)
     mma: gl.constexpr = _mma_layout(BLOCK_N, num_warps)
 
-    a_smem = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BLOCK_M, BLOCK_K], x_desc.layout)
-    g_smem = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BLOCK_N, BLOCK_K], w_desc.layout)
-    u_smem = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BLOCK_N, BLOCK_K], w_desc.layout)
-    bars = _ring_barriers(STAGES)
     a_row0 = b * BLOCK_M
     g_row0 = e * 2 * I + nt * BLOCK_N
     u_row0 = g_row0 + I
-    for i in gl.static_range(STAGES):
-        _load_step(x_desc, a_smem, w_desc, g_smem, u_smem, bars, i, a_row0, g_row0, u_row0, num_k, STAGES, True)
+    a_smem, g_smem, u_smem, bars = _ring(x_desc, w_desc, a_row0, g_row0, u_row0, num_k, STAGES, True)
 
     zero = gl.zeros((BLOCK_M, BLOCK_N), dtype=gl.float32, layout=mma)
     gate = gl.zeros((BLOCK_M, BLOCK_N), dtype=gl.float32, layout=mma)

@@ -20,7 +20,7 @@ from ..policy import GroupedConfig
 from .._runtime import cdiv, is_sm90
 from ..weights import ExpertWeights
 from ._common import optional_ptr, scale_args
-from ._grouped_gluon_kernels import K_STEP, gluon_grouped_down_kernel, gluon_grouped_gate_up_kernel, tile_layout
+from ._grouped_gluon_kernels import gluon_grouped_down_kernel, gluon_grouped_gate_up_kernel, tile_desc
 from ._grouped_kernels import ROW_SCALED, gather_plan_rows_kernel, grouped_down_kernel, grouped_gate_up_kernel
 
 QUANTIZES_ACTIVATIONS = {"bf16": False, "fp16": False, "fp8_tensor": True, "fp8_block": True}
@@ -80,17 +80,16 @@ def grouped_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Ten
 
     row_scaled = quant.x_row_scaled(weights.format)
     split = splits_quantisation(weights, config)
+    a1, a1_s = quantize_rows(x, whole_rows=row_scaled) if fp8 else (x, x)
     y = torch.empty(m * k, hidden, dtype=x.dtype, device=dev)
-    if uses_gluon(weights, config, dev, activation):
-        _gluon_gemms(*quantize_rows(x, whole_rows=True), weights, plan, y, config, k)
+    if uses_gluon(weights, config, dev, activation):  # fp8_tensor: x row-scaled
+        _gluon_gemms(a1, a1_s, weights, plan, y, config, k)
         combine_launch(y, topk_weights, topk_ids, out, shared_output, expert_offset, e_local)
         return out
     if fp8:
-        a1, a1_s = quantize_rows(x, whole_rows=row_scaled)
         act = torch.empty(m * k, inter, dtype=torch.float32 if split else quant.FP8_DTYPE, device=dev)
         act_s = act if split else torch.empty(m * k, cdiv(inter, quant.GROUP), dtype=torch.float32, device=dev)
     else:
-        a1, a1_s = x, x
         act = torch.empty(m * k, inter, dtype=x.dtype, device=dev)
         act_s = act
 
@@ -121,36 +120,41 @@ def grouped_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Ten
     return out
 
 
+def gather_plan_rows(x_q: torch.Tensor, x_s: torch.Tensor, plan, top_k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """x's rows in plan order for the Gluon GEMMs: ([P, H] e4m3, [P] fp32) with row p holding
+    x_q[sorted_routes[p] // top_k] and its scale, zeros on padding rows, rows of blocks past
+    num_blocks unwritten (x_q [M, H] e4m3, one scale per row x_s [M, 1]; P = len(sorted_routes))."""
+    rows = plan.sorted_routes.numel()
+    x_plan = torch.empty(rows, x_q.shape[1], dtype=x_q.dtype, device=x_q.device)
+    x_plan_s = torch.empty(rows, dtype=torch.float32, device=x_q.device)
+    if rows:
+        gather_plan_rows_kernel[(plan.block_expert.numel(),)](
+            x_q, x_s, plan.sorted_routes, plan.num_blocks, x_plan, x_plan_s, x_q.shape[1], top_k, x_q.stride(0),
+            x_plan.stride(0), BLOCK_M=plan.block_m, BLOCK_C=_GATHER_COLS)
+    return x_plan, x_plan_s
+
+
 def _gluon_gemms(x_q: torch.Tensor, x_s: torch.Tensor, weights: ExpertWeights, plan, y: torch.Tensor,
                  config: GroupedConfig, top_k: int) -> None:
     """x's rows gathered into plan order, gate/up -> act (fp32 [P, I], plan order), its
     requantisation, down -> y [R, H] (route order), by the Gluon kernels (``uses_gluon``);
     x_q [M, H] e4m3 with one scale per row x_s [M, 1]; P = len(sorted_routes)."""
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
-
     hidden, inter = weights.hidden_size, weights.intermediate_size
     bm, gu, dn = config.block_m, config.gate_up, config.down
     grid = plan.block_expert.numel()
     rows = plan.sorted_routes.numel()
     if rows == 0:
         return
-    x_plan = torch.empty(rows, hidden, dtype=x_q.dtype, device=x_q.device)
-    x_plan_s = torch.empty(rows, dtype=torch.float32, device=x_q.device)
-    gather_plan_rows_kernel[(grid,)](x_q, x_s, plan.sorted_routes, plan.num_blocks, x_plan, x_plan_s, hidden, top_k,
-                                     x_q.stride(0), x_plan.stride(0), BLOCK_M=bm, BLOCK_C=_GATHER_COLS)
-
-    def desc(t, block_rows):  # [rows, cols] e4m3 in tiles of [block_rows, 128]
-        return TensorDescriptor(t, list(t.shape), list(t.stride()), [block_rows, K_STEP], tile_layout(block_rows))
-
+    x_plan, x_plan_s = gather_plan_rows(x_q, x_s, plan, top_k)
     act = torch.empty(rows, inter, dtype=torch.float32, device=x_q.device)
     gluon_grouped_gate_up_kernel[(grid * cdiv(inter, gu.block_n),)](
-        desc(x_plan, bm), x_plan_s, desc(weights.w13.view(-1, hidden), gu.block_n), weights.w13_scale,
+        tile_desc(x_plan, bm), x_plan_s, tile_desc(weights.w13.view(-1, hidden), gu.block_n), weights.w13_scale,
         plan.block_expert, plan.num_blocks, act, hidden, inter, act.stride(0),
         GROUP_M=config.group_m, STAGES=gu.num_stages, num_warps=gu.num_warps)
     # rows of blocks past num_blocks (and no-permute blocks of routes not held here) hold
     # garbage here and are requantised for nothing; down never reads them
     act_q, act_s = quantize_rows(act)
     gluon_grouped_down_kernel[(grid * cdiv(hidden, dn.block_n),)](
-        desc(act_q, bm), act_s, desc(weights.w2.view(-1, inter), dn.block_n), weights.w2_scale, plan.sorted_routes,
-        plan.block_expert, plan.num_blocks, y, hidden, inter, act_s.stride(0), y.stride(0),
+        tile_desc(act_q, bm), act_s, tile_desc(weights.w2.view(-1, inter), dn.block_n), weights.w2_scale,
+        plan.sorted_routes, plan.block_expert, plan.num_blocks, y, hidden, inter, act_s.stride(0), y.stride(0),
         GROUP_M=config.group_m, STAGES=dn.num_stages, num_warps=dn.num_warps)
