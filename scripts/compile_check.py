@@ -252,30 +252,30 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
-    rows, ok = [], True
-    for name, kernel, ptrs, constexprs, warps, needs_wgmma in CASES:
+    def check(name: str, facts_of, bad_of) -> dict:
+        """One kernel's row: its facts (or the error that stopped it: every kernel is reported,
+        not only the first failure) and whether they are as expected."""
         try:
-            facts = sass_facts(compile_case(kernel, ptrs, constexprs, warps).asm["cubin"])
-            bad = ((needs_wgmma and facts["hgmma"] + facts["qgmma"] == 0) or facts["spill_ops"] > 0
-                   or (constexprs.get("PDL", False) and facts["pdl_wait"] == 0) or not facts["pdl_wait_first"])
-        except Exception as e:  # report every kernel, not only the first failure
-            facts, bad = dict(error=f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"), True
-        ok &= not bad
-        rows.append(dict(kernel=name, **facts, ok=not bad))
-        print(f"{'ok ' if not bad else 'BAD'} {name:34s} {facts}", flush=True)
-    # the Gluon grouped GEMMs (GroupedConfig.gluon): QGMMA, no spills, wgmma not serialised by ptxas
-    for gemm in ("gate_up", "down"):
-        name = f"gluon grouped_{gemm}"
-        try:
-            compiled, ptxas = compile_gluon(gemm, group_m=8)
-            facts = dict(sass_facts(compiled.asm["cubin"]), serialised="C7514" in ptxas,
-                         shared_bytes=compiled.metadata.shared)
-            bad = facts["qgmma"] == 0 or facts["spill_ops"] > 0 or facts["serialised"]
+            facts = facts_of()
+            bad = bad_of(facts)
         except Exception as e:
             facts, bad = dict(error=f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"), True
-        ok &= not bad
-        rows.append(dict(kernel=name, **facts, ok=not bad))
         print(f"{'ok ' if not bad else 'BAD'} {name:34s} {facts}", flush=True)
+        return dict(kernel=name, **facts, ok=not bad)
+
+    rows = [check(name, lambda: sass_facts(compile_case(kernel, ptrs, constexprs, warps).asm["cubin"]),
+                  lambda f: ((needs_wgmma and f["hgmma"] + f["qgmma"] == 0) or f["spill_ops"] > 0
+                             or (constexprs.get("PDL", False) and f["pdl_wait"] == 0) or not f["pdl_wait_first"]))
+            for name, kernel, ptrs, constexprs, warps, needs_wgmma in CASES]
+
+    def gluon_facts(gemm: str) -> dict:
+        compiled, ptxas = compile_gluon(gemm, group_m=8)
+        return dict(sass_facts(compiled.asm["cubin"]), serialised="C7514" in ptxas,
+                    shared_bytes=compiled.metadata.shared)
+    # the Gluon grouped GEMMs (GroupedConfig.gluon): QGMMA, no spills, wgmma not serialised by ptxas
+    rows += [check(f"gluon grouped_{gemm}", lambda: gluon_facts(gemm),
+                   lambda f: f["qgmma"] == 0 or f["spill_ops"] > 0 or f["serialised"]) for gemm in ("gate_up", "down")]
+    ok = all(r["ok"] for r in rows)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     return 0 if ok else 1
