@@ -185,6 +185,7 @@ def _case_timer(shape, fmt: str, path: str, m: int, device: torch.device,
     x = torch.randn(m, shape.hidden_size, device=device, generator=gen).to(torch.bfloat16)
     out = torch.empty_like(x)
     settings = harness.Settings.for_device(device, replays=10, eager_replays=1, warmup=1)
+    slow = harness.Settings.for_device(device, replays=SLOW_REPLAYS, eager_replays=1, warmup=1)
 
     from .api import path_quantizes_activations
     from .reference import moe_reference, rel_l2
@@ -203,12 +204,31 @@ def _case_timer(shape, fmt: str, path: str, m: int, device: torch.device,
         calls = [lambda w=w, r=r: fused_moe(x, w, r[0], r[1], path=path, out=out, config=cfg, check_ids=False,
                                             num_experts=shape.num_experts)
                  for w, r in zip(copies, routings)]
-        graph_us, _, _ = harness._time_cuda(calls * max(1, 20 // len(calls)), settings, True)
+        once_us = harness._time_events(calls[0], 1, 1)  # warm (compiled and checked above)
+        n = calls_per_graph(once_us, len(calls))
+        graph_us, _, _ = harness._time_cuda([calls[i % len(calls)] for i in range(n)],
+                                            slow if once_us > SLOW_CALL_US else settings, True)
         if graph_us is None:
             raise RuntimeError("graph capture failed")
         return graph_us
 
     return time_us
+
+
+# A candidate's graph holds about GRAPH_US of calls (at most 20; every weight copy at least once
+# while that fits), replayed 10 times, or SLOW_REPLAYS times for calls over SLOW_CALL_US: a
+# DeepSeek-V3 bf16 call at M=8192 takes about 20 ms, and 20 calls x 12 sweeps of it were 5 s
+# per candidate, the whole budget of a case.  Run to run the tuner's figures move 0-3% at
+# M >= 512 (tenth session), more than a median of 3 long replays.
+GRAPH_US = 4000.0
+SLOW_CALL_US = 1000.0
+SLOW_REPLAYS = 3
+
+
+def calls_per_graph(once_us: float, copies: int) -> int:
+    """Calls captured per timing graph for a call of ``once_us`` with ``copies`` weight copies."""
+    fit = max(1, min(20, int(GRAPH_US // max(once_us, 1.0))))
+    return max(fit, min(copies, 20)) if once_us * copies <= 5 * GRAPH_US else fit
 
 
 def compile_cases(cases, path: str) -> list[tuple]:

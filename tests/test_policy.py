@@ -242,6 +242,17 @@ def test_grouped_moves_swap_exactly_below_64_rows(fmt):
         assert policy.legal("grouped", cfg, fmt)
 
 
+def test_tuner_graph_holds_about_four_ms_of_calls():
+    # short calls: 20 per graph; long ones fewer, down to one 20 ms call; every weight copy
+    # stays in the rotation while that costs at most 5x the graph's target
+    assert tune.calls_per_graph(15.0, 16) == 20
+    assert tune.calls_per_graph(400.0, 1) == 10
+    assert tune.calls_per_graph(400.0, 12) == 12
+    assert tune.calls_per_graph(2500.0, 4) == 4
+    assert tune.calls_per_graph(20000.0, 1) == 1
+    assert tune.calls_per_graph(20000.0, 3) == 1
+
+
 def test_tune_refuses_without_gpu(capsys):
     import torch
     if torch.cuda.is_available():
