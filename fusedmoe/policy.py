@@ -301,8 +301,18 @@ def routes_per_active_expert(m: int, top_k: int, num_experts: int) -> float:
 #   M=16 (GPT-OSS TP4, DeepSeek-V3 TP8) held 0.32-0.56 GB of active FP8 weights (Hunyuan TP8,
 #   0.22 GB, tied); DeepSeek-V3 M=16 holds 4.5 GB.  The bound sits between, near the geometric
 #   mean (no layer between them has been measured).
+# - Top-1 layers at 8 < M <= 16 take the M <= 8 limits: what costs route-direct is routes, and
+#   they have no more than 16, as a top-2 layer at M=8 (2026-12-01/top1, three top-1 layers
+#   that are not held out, both paths forced): at 1.55 routes per active expert, M=16,
+#   route-direct ran 23.4 / 34.3 us against grouped's 32.7 / 38.7 (E=16, H 2048, I 768,
+#   fp8_tensor / bf16) and tied at E=16, H 4096, I 2048 (85.5 / 133.6 against 84.1 / 135.8);
+#   at M=32 (2.29) grouped won both by 8-43%.  The held-out Llama-4-Scout TP8 (2026-11-30-s9/
+#   heldout) agrees: route-direct 1.05-1.16x faster at M=16, where the 8 < M <= 16 limits had
+#   sent it to grouped.  One top-1 case loses by the M <= 8 limit: E=8 with Mixtral-sized
+#   experts at M=8 (1.52), fp8_tensor, route-direct 296.6 against 266.7 us (bf16 tied).
 ROUTE_DIRECT_MAX_TOKENS = 16
 ROUTE_DIRECT_MAX_SHARING = {"16bit": (2.0, 1.3), "fp8": (1.6, 1.4), "fp8_block": (1.4, 1.4)}  # (M <= 8, 8 < M <= 16)
+SMALL_LIMIT_MAX_ROUTES = 16  # the M <= 8 limits also hold up to this many routes (top-1 at M <= 16)
 ROUTE_DIRECT_MAX_BYTES = 1.5e9  # FP8 active weight bytes at 8 < M <= 16
 
 
@@ -426,5 +436,5 @@ def choose_path(m: int, top_k: int, num_experts: int, hidden: int, inter: int, f
     active_fp8_bytes = active_experts(m, top_k, num_experts) * 3 * hidden * inter
     if m > 8 and fmt in FP8_FORMATS and active_fp8_bytes > ROUTE_DIRECT_MAX_BYTES:
         return "grouped"
-    limit = small_m if m <= 8 else large_m
+    limit = small_m if m <= 8 or m * top_k <= SMALL_LIMIT_MAX_ROUTES else large_m
     return "route_direct" if routes_per_active_expert(m, top_k, num_experts) <= limit else "grouped"

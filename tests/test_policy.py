@@ -333,6 +333,17 @@ def test_fp8_block_dispatch_limit_sits_below_fp8_tensor():
     assert policy.choose_path(16, 8, 256, 7168, 2048, "bf16", 132) == "route_direct"
 
 
+def test_top1_layers_keep_the_small_m_limits_up_to_16_routes():
+    # 1.55 routes per active expert at M=16 (E=16, top-1): route-direct won or tied on three
+    # top-1 layers (2026-12-01/top1); the same ratio with 128 routes (Qwen3, top-8) lost
+    assert policy.routes_per_active_expert(16, 1, 16) == pytest.approx(1.553, abs=1e-3)
+    for fmt in ("bf16", "fp8_tensor"):
+        assert policy.choose_path(16, 1, 16, 2048, 768, fmt, 132) == "route_direct"
+        assert policy.choose_path(32, 1, 16, 2048, 768, fmt, 132) == "grouped"  # past 16 tokens
+    assert policy.choose_path(16, 8, 128, 2048, 768, "fp8_tensor", 132) == "grouped"  # Qwen3: 1.55, 128 routes
+    assert policy.choose_path(16, 1, 8, 4096, 14336, "fp8_tensor", 132) == "grouped"  # 2.27 routes per expert
+
+
 def test_tune_rejects_unknown_move_fields(capsys):
     with pytest.raises(SystemExit):
         tune.main(["--moves", "down_tiles,gemv_stages"])
