@@ -57,8 +57,8 @@ class GroupedConfig:
     ``paths/_grouped_gluon_kernels.py`` (TMA weights, async wgmma) with these tiles
     (``gluon_grouped_config``); elsewhere, and for layers they do not cover
     (``grouped.uses_gluon``), the Triton kernels run the same tiles.  A tuner move; the
-    policy does not pick it: on the H200 it ran 1.03-1.10x the Triton tables' time (tenth
-    session)."""
+    heuristic never takes it: on the H200 it ran 1.03-1.10x the Triton tables' time on the
+    PEERS shapes (tenth session), and two preset entries at M=8192 took it (eleventh)."""
 
     block_m: int
     gate_up: Tile
