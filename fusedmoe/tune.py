@@ -193,6 +193,8 @@ def _case_timer(shape, fmt: str, path: str, m: int, device: torch.device,
     ref = moe_reference(x, copies[0], routings[0][0], routings[0][1],
                         quantize_activations=path_quantizes_activations(path, fmt))
 
+    sizing = {}
+
     def time_us(cfg) -> float:
         got = fused_moe(x, copies[0], routings[0][0], routings[0][1], path=path, config=cfg, check_ids=False,
                         num_experts=shape.num_experts)
@@ -204,10 +206,11 @@ def _case_timer(shape, fmt: str, path: str, m: int, device: torch.device,
         calls = [lambda w=w, r=r: fused_moe(x, w, r[0], r[1], path=path, out=out, config=cfg, check_ids=False,
                                             num_experts=shape.num_experts)
                  for w, r in zip(copies, routings)]
-        once_us = harness._time_events(calls[0], 1, 1)  # warm (compiled and checked above)
-        n = calls_per_graph(once_us, len(calls))
-        graph_us, _, _ = harness._time_cuda([calls[i % len(calls)] for i in range(n)],
-                                            slow if once_us > SLOW_CALL_US else settings, True)
+        if not sizing:  # the case's first config (the start) sizes every candidate's graph
+            once_us = harness._time_events(calls[0], 1, 1)  # warm: compiled and checked above
+            sizing.update(n=calls_per_graph(once_us, len(calls)), slow=once_us > SLOW_CALL_US)
+        graph_us, _, _ = harness._time_cuda([calls[i % len(calls)] for i in range(sizing["n"])],
+                                            slow if sizing["slow"] else settings, True)
         if graph_us is None:
             raise RuntimeError("graph capture failed")
         return graph_us
@@ -215,20 +218,26 @@ def _case_timer(shape, fmt: str, path: str, m: int, device: torch.device,
     return time_us
 
 
-# A candidate's graph holds about GRAPH_US of calls (at most 20; every weight copy at least once
-# while that fits), replayed 10 times, or SLOW_REPLAYS times for calls over SLOW_CALL_US: a
-# DeepSeek-V3 bf16 call at M=8192 takes about 20 ms, and 20 calls x 12 sweeps of it were 5 s
-# per candidate, the whole budget of a case.  Run to run the tuner's figures move 0-3% at
-# M >= 512 (tenth session), more than a median of 3 long replays.
-GRAPH_US = 4000.0
+# A case's candidates are timed in graphs of about GRAPH_US of calls (at most 20, a whole number
+# of rotations of the weight copies while one fits), sized once from the start config's call,
+# replayed 10 times, or SLOW_REPLAYS times for calls over SLOW_CALL_US.  A DeepSeek-V3 bf16 call
+# at M=8192 takes about 20 ms, and 20 calls x 12 sweeps of it were 5 s per candidate, the whole
+# budget of a case.  Graphs of about 4 ms (eleventh session) read Mixtral TP2 fp8_tensor M=8192
+# at 3667 us where 20-call graphs had read 3976-3986 and the bench 4021 (likely the clocks: a
+# short burst ends before they settle to the power limit), so graphs stay near 20 ms.
+GRAPH_US = 20000.0
 SLOW_CALL_US = 1000.0
 SLOW_REPLAYS = 3
 
 
 def calls_per_graph(once_us: float, copies: int) -> int:
-    """Calls captured per timing graph for a call of ``once_us`` with ``copies`` weight copies."""
+    """Calls captured per timing graph for a call of ``once_us`` with ``copies`` weight copies:
+    a whole number of rotations (each copy as often, and a replay never starts on the copy the
+    last one ended with) while one rotation fits in 5 x GRAPH_US, else what fits GRAPH_US."""
     fit = max(1, min(20, int(GRAPH_US // max(once_us, 1.0))))
-    return max(fit, min(copies, 20)) if once_us * copies <= 5 * GRAPH_US else fit
+    if once_us * copies > 5 * GRAPH_US:
+        return fit
+    return copies * max(1, fit // copies)
 
 
 def compile_cases(cases, path: str) -> list[tuple]:

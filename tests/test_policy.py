@@ -242,15 +242,19 @@ def test_grouped_moves_swap_exactly_below_64_rows(fmt):
         assert policy.legal("grouped", cfg, fmt)
 
 
-def test_tuner_graph_holds_about_four_ms_of_calls():
-    # short calls: 20 per graph; long ones fewer, down to one 20 ms call; every weight copy
-    # stays in the rotation while that costs at most 5x the graph's target
-    assert tune.calls_per_graph(15.0, 16) == 20
-    assert tune.calls_per_graph(400.0, 1) == 10
-    assert tune.calls_per_graph(400.0, 12) == 12
-    assert tune.calls_per_graph(2500.0, 4) == 4
+def test_tuner_graph_holds_about_20_ms_of_calls_in_whole_rotations():
+    # short calls: 20 per graph, or whole rotations of the weight copies (16 of 16, not 20:
+    # a replay must not start on the copy the last one ended with); long calls fewer, down to
+    # one 20 ms call; every copy stays in the rotation while that costs at most 5x the target
+    assert tune.calls_per_graph(15.0, 1) == 20
+    assert tune.calls_per_graph(15.0, 16) == 16
+    assert tune.calls_per_graph(15.0, 3) == 18
+    assert tune.calls_per_graph(2000.0, 1) == 10
+    assert tune.calls_per_graph(2000.0, 3) == 9
+    assert tune.calls_per_graph(2000.0, 12) == 12
     assert tune.calls_per_graph(20000.0, 1) == 1
-    assert tune.calls_per_graph(20000.0, 3) == 1
+    assert tune.calls_per_graph(20000.0, 3) == 3
+    assert tune.calls_per_graph(40000.0, 3) == 1
 
 
 def test_tune_refuses_without_gpu(capsys):
@@ -454,6 +458,10 @@ def test_gluon_move_and_what_a_gluon_entry_serves(monkeypatch):
     monkeypatch.setattr(policy, "load_table", lambda device, path: (entry,) if path == "grouped" else ())
     assert policy.tuned_config("grouped", "NVIDIA H200", 512, 8, 128, 2048, 768, "fp8_tensor").gluon
     assert policy.tuned_config("grouped", "NVIDIA H200", 256, 8, 128, 2048, 768, "fp8_tensor") is None
+    # fp8_block borrows the entry as its tiles on the Triton kernels (the Gluon ones are fp8_tensor's)
+    borrowed = policy.tuned_config("grouped", "NVIDIA H200", 512, 8, 128, 2048, 768, "fp8_block")
+    assert borrowed == dataclasses.replace(policy.gluon_grouped_config(), gluon=False)
+    assert policy.legal("grouped", borrowed, "fp8_block")
 
 
 def test_descent_reaches_gluon_from_a_start_clamped_by_its_k_step():
