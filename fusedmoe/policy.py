@@ -58,7 +58,7 @@ class GroupedConfig:
     (``gluon_grouped_config``); elsewhere, and for layers they do not cover
     (``grouped.uses_gluon``), the Triton kernels run the same tiles.  A tuner move; the
     heuristic never takes it: on the H200 it ran 1.03-1.10x the Triton tables' time on the
-    PEERS shapes (tenth session), and two preset entries at M=8192 took it (eleventh)."""
+    PEERS shapes (tenth session), and one preset entry at M=8192 took it (eleventh)."""
 
     block_m: int
     gate_up: Tile
@@ -301,7 +301,8 @@ def routes_per_active_expert(m: int, top_k: int, num_experts: int) -> float:
 #   M=16 (GPT-OSS TP4, DeepSeek-V3 TP8) held 0.32-0.56 GB of active FP8 weights (Hunyuan TP8,
 #   0.22 GB, tied); DeepSeek-V3 M=16 holds 4.5 GB.  The bound sits between, near the geometric
 #   mean (no layer between them has been measured).
-# - Top-1 layers at 8 < M <= 16 take the M <= 8 limits: what costs route-direct is routes, and
+# - Top-1 layers at 8 < M <= 16 take the M <= 8 sharing limits (the FP8 byte bound above still
+#   applies): what costs route-direct is routes, and
 #   they have no more than 16, as a top-2 layer at M=8 (2026-12-01/top1, three top-1 layers
 #   that are not held out, both paths forced): at 1.55 routes per active expert, M=16,
 #   route-direct ran 23.4 / 34.3 us against grouped's 32.7 / 38.7 (E=16, H 2048, I 768,
@@ -309,10 +310,13 @@ def routes_per_active_expert(m: int, top_k: int, num_experts: int) -> float:
 #   at M=32 (2.29) grouped won both by 8-43%.  The held-out Llama-4-Scout TP8 (2026-11-30-s9/
 #   heldout) agrees: route-direct 1.05-1.16x faster at M=16, where the 8 < M <= 16 limits had
 #   sent it to grouped.  One top-1 case loses by the M <= 8 limit: E=8 with Mixtral-sized
-#   experts at M=8 (1.52), fp8_tensor, route-direct 296.6 against 266.7 us (bf16 tied).
+#   experts at M=8 (1.52), fp8_tensor, route-direct 296.6 against 266.7 us (bf16 tied).  Not
+#   measured: that layer in bf16 at M = 9..13 (1.61-1.97, under the 2.0 limit), between the
+#   tie at 1.52 and grouped 9% faster at 2.27.
 ROUTE_DIRECT_MAX_TOKENS = 16
-ROUTE_DIRECT_MAX_SHARING = {"16bit": (2.0, 1.3), "fp8": (1.6, 1.4), "fp8_block": (1.4, 1.4)}  # (M <= 8, 8 < M <= 16)
-SMALL_LIMIT_MAX_ROUTES = 16  # the M <= 8 limits also hold up to this many routes (top-1 at M <= 16)
+# routes per active expert: (M <= 8 or at most SMALL_LIMIT_MAX_ROUTES routes, other 8 < M <= 16)
+ROUTE_DIRECT_MAX_SHARING = {"16bit": (2.0, 1.3), "fp8": (1.6, 1.4), "fp8_block": (1.4, 1.4)}
+SMALL_LIMIT_MAX_ROUTES = 16  # top-1 layers up to M=16
 ROUTE_DIRECT_MAX_BYTES = 1.5e9  # FP8 active weight bytes at 8 < M <= 16
 
 
@@ -401,13 +405,15 @@ def served_config(path: str, entry_config: dict, m: int, fmt: str) -> GroupedCon
     and the tuner, which compares it with its best, both read entries through this): a
     grouped entry promotes its FP8 sums at most every ``grouped_promote_k`` columns at this M
     (an entry tuned at M=512 may serve M=256; one written without the field takes the rule),
-    with ``fit_registers``; an fp8_block route-direct entry's tensor-core tiles take K steps
-    of 128 (one block scale per step)."""
+    with ``fit_registers``, and an fp8_tensor entry that runs the Gluon kernels serves another
+    format (fp8_block borrows fp8_tensor's entries) as their tiles on the Triton kernels; an
+    fp8_block route-direct entry's tensor-core tiles take K steps of 128 (one block scale per
+    step)."""
     cfg = _from_dict(path, entry_config)
     if path == "grouped":
         rule = grouped_promote_k(m, cfg.gate_up, cfg.down, fmt)
-        return fit_registers(dataclasses.replace(cfg, fp8_promote_k=min(entry_config.get("fp8_promote_k", rule), rule)),
-                             fmt)
+        return fit_registers(dataclasses.replace(cfg, fp8_promote_k=min(entry_config.get("fp8_promote_k", rule), rule),
+                                                 gluon=cfg.gluon and fmt == "fp8_tensor"), fmt)
     if fmt == "fp8_block":
         gate_up, down = (dataclasses.replace(t, block_k=128) if t.swap_ab else t for t in (cfg.gate_up, cfg.down))
         cfg = dataclasses.replace(cfg, gate_up=gate_up, down=down)  # keeps pdl
