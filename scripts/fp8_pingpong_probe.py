@@ -1,6 +1,7 @@
 """Probe: can an FP8 GEMM that promotes its MMA sums to fp32 every K step of 128 keep the
 tensor cores busy?  Dense C[M, N] = A[M, K] . B[N, K]^T (both e4m3, fp32 out), one Gluon
-kernel (explicit async wgmma, TMA loads through a ring of STAGES) in three modes:
+kernel (explicit async wgmma, TMA loads through a ring of STAGES) in three modes, and a fourth
+warp-specialised one:
 
 - ``chain``: one accumulator, each step's wgmma added to it in the MMA (no promotion: the
   accumulation Triton's ``tl.dot`` runs by default and vLLM's FP8 kernel keeps; rel-L2 over our
@@ -10,6 +11,13 @@ kernel (explicit async wgmma, TMA loads through a ring of STAGES) in three modes
   waits ``WARPGROUP.DEPBAR.LE gsb0, 0x0`` after every step).
 - ``pingpong``: two partials in turn: step k's wgmma is issued before step k-1's partial is
   waited for (``warpgroup_mma_wait(1)``) and added, so the fp32 add overlaps the tensor cores.
+- ``ws`` (``fp8_gemm_ws_kernel``): ``wait`` warp-specialised on a 128-row tile: a producer
+  warp issues the TMA loads (the one-partition kernels sync the CTA before each issue: 33-44%
+  of their stall cycles, Nsight Compute, eleventh session), and two consumer warpgroups share
+  the B tile and release each ring slot apart, so one's promotion runs under the other's wgmma.
+  Compiled here for sm_90: 128 x 128 at 168 registers without spills; 128 x 256 (half the L2
+  bytes per output of 64 x 128) spills 84 instructions in its loop.  Not run on a GPU yet:
+  ``--tile 128,128,128 --modes wait,ws`` times it against ``wait`` on the same tile.
 
 The question for the grouped path (issue 3's five slow fp8_tensor cases, 1.15-1.27x vLLM's
 time): does ``pingpong`` run at ``chain``'s rate?  If so, the grouped FP8 gate/up is worth
@@ -32,7 +40,11 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
 
-MODES = {"chain": 0, "wait": 1, "pingpong": 2}
+MODES = {"chain": 0, "wait": 1, "pingpong": 2, "ws": 3}  # ws: fp8_gemm_ws_kernel
+# registers per thread of fp8_gemm_ws_kernel's partitions: the producer warp takes the least
+# setmaxnreg allows; the worker consumer warpgroup about what the default one gets of the rest
+WS_LOADER_REGS = gl.constexpr(24)
+WS_CONSUMER_REGS = gl.constexpr(232)
 # (M, N, K): rows per expert x gate/up or down of a grouped layer at large M
 SHAPES = {"mixtral_gate_up": (2048, 14336, 4096), "mixtral_down": (2048, 4096, 7168),
           "qwen3_gate_up": (1024, 1536, 2048), "square": (4096, 4096, 4096)}
@@ -126,12 +138,126 @@ def fp8_gemm_kernel(a_desc, b_desc, c_ptr, M, N, K, stride_cm,
     gl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :], c, mask=(rows < M)[:, None] & (cols < N)[None, :])
 
 
+@gluon.jit
+def _ws_loader(a_desc, b_desc, a_smem, b_smem, ready, empty, c_ptr, off_m, off_n, M, N, num_k, stride_cm):
+    """Producer warp of ``fp8_gemm_ws_kernel``: each K step's A and B tiles by TMA into the
+    ring, into a slot once both consumer warpgroups have released it (``empty``), arriving on
+    ``ready``.  (Its signature is the consumer worker's: worker partitions share one.)"""
+    BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
+    STAGES: gl.constexpr = a_smem.type.shape[0]
+    for k in range(num_k):
+        s = k % STAGES
+        mbarrier.wait(empty.index(s), ((k // STAGES) & 1) ^ 1)  # a fresh barrier passes phase 1 at once
+        mbarrier.expect(ready.index(s), a_desc.block_type.nbytes + b_desc.block_type.nbytes)
+        tma.async_copy_global_to_shared(a_desc, [off_m, k * BLOCK_K], ready.index(s), a_smem.index(s))
+        tma.async_copy_global_to_shared(b_desc, [off_n, k * BLOCK_K], ready.index(s), b_smem.index(s))
+
+
+@gluon.jit
+def _ws_sub_step(a, b_slot, acc, j: gl.constexpr, SUB_N: gl.constexpr, layout: gl.constexpr):
+    """acc + the K step's product with columns j*SUB_N.. of the slot's B tile: a fresh partial,
+    waited for, then added in fp32 (the promotion)."""
+    b = b_slot.slice(j * SUB_N, SUB_N).permute((1, 0))
+    tok = warpgroup_mma(a, b, gl.zeros(acc.shape, dtype=gl.float32, layout=layout), use_acc=False, is_async=True)
+    return acc + warpgroup_mma_wait(num_outstanding=0, deps=(tok,))
+
+
+@gluon.jit
+def _ws_store(c_ptr, acc, row0, col0, M, N, stride_cm):
+    out_layout: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])
+    rows = row0 + gl.arange(0, acc.shape[0], layout=gl.SliceLayout(1, out_layout))
+    cols = col0 + gl.arange(0, acc.shape[1], layout=gl.SliceLayout(0, out_layout))
+    gl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :], gl.convert_layout(acc, out_layout),
+             mask=(rows < M)[:, None] & (cols < N)[None, :])
+
+
+@gluon.jit
+def _ws_consume(a_smem, b_smem, ready, empty, c_ptr, off_m, off_n, M, N, num_k, stride_cm, WG: gl.constexpr):
+    """Consumer warpgroup WG of ``fp8_gemm_ws_kernel``: rows WG*64.. of the tile, every K step's
+    product in 1 or 2 sub-tiles of 128 columns, each into a fresh partial that is waited for
+    and promoted; then the slot released (one arrive of the two the slot's barrier takes), so
+    the two warpgroups run apart and one's promotion overlaps the other's wgmma.  Then C."""
+    STAGES: gl.constexpr = a_smem.type.shape[0]
+    BLOCK_N: gl.constexpr = b_smem.type.shape[1]
+    SUB_N: gl.constexpr = min(BLOCK_N, 128)
+    PARTS: gl.constexpr = BLOCK_N // SUB_N
+    gl.static_assert((PARTS == 1) | (PARTS == 2))
+    layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                     instr_shape=[16, SUB_N, 32])
+    acc0 = gl.zeros((64, SUB_N), dtype=gl.float32, layout=layout)
+    acc1 = acc0
+    for k in range(num_k):
+        s = k % STAGES
+        mbarrier.wait(ready.index(s), (k // STAGES) & 1)
+        a = a_smem.index(s).slice(WG * 64, 64)
+        acc0 = _ws_sub_step(a, b_smem.index(s), acc0, 0, SUB_N, layout)
+        if PARTS > 1:
+            acc1 = _ws_sub_step(a, b_smem.index(s), acc1, 1, SUB_N, layout)
+        mbarrier.arrive(empty.index(s), count=1)  # the warpgroup's wgmmas are done with the slot
+    _ws_store(c_ptr, acc0, off_m + WG * 64, off_n, M, N, stride_cm)
+    if PARTS > 1:
+        _ws_store(c_ptr, acc1, off_m + WG * 64, off_n + SUB_N, M, N, stride_cm)
+
+
+@gluon.jit
+def _ws_consumer0(a_smem, b_smem, ready, empty, c_ptr, off_m, off_n, M, N, num_k, stride_cm):
+    _ws_consume(a_smem, b_smem, ready, empty, c_ptr, off_m, off_n, M, N, num_k, stride_cm, 0)
+
+
+@gluon.jit
+def _ws_consumer1(a_desc, b_desc, a_smem, b_smem, ready, empty, c_ptr, off_m, off_n, M, N, num_k, stride_cm):
+    _ws_consume(a_smem, b_smem, ready, empty, c_ptr, off_m, off_n, M, N, num_k, stride_cm, 1)
+
+
+@gluon.jit
+def fp8_gemm_ws_kernel(a_desc, b_desc, c_ptr, M, N, K, stride_cm, STAGES: gl.constexpr, num_warps: gl.constexpr):
+    """The ``wait`` mode warp-specialised, on a [128, BLOCK_N] tile: one producer warp issues
+    every TMA load (no CTA-wide barrier before each issue, as in the one-partition kernel), and
+    two consumer warpgroups (the default partition and a worker, 64 rows each) share the B tile
+    and release each slot apart, so one's promotion runs under the other's wgmma.  BLOCK_N 256
+    halves the L2 bytes per output of a 64 x 128 tile; it runs as two sub-tiles of 128 so
+    that one partial is alive at a time.  (Constexprs reach the partitions as the shapes of
+    the shared buffers: values passed through warp_specialize arrive as run-time values.)"""
+    gl.static_assert(num_warps == 4)  # the default partition is one consumer warpgroup
+    BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
+    BLOCK_M: gl.constexpr = a_desc.block_type.shape[0]
+    BLOCK_N: gl.constexpr = b_desc.block_type.shape[0]
+    gl.static_assert(BLOCK_M == 128)
+    off_m = gl.program_id(0) * BLOCK_M
+    off_n = gl.program_id(1) * BLOCK_N
+    num_k = K // BLOCK_K
+    a_smem = gl.allocate_shared_memory(a_desc.dtype, [STAGES, BLOCK_M, BLOCK_K], a_desc.layout)
+    b_smem = gl.allocate_shared_memory(b_desc.dtype, [STAGES, BLOCK_N, BLOCK_K], b_desc.layout)
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(STAGES):
+        mbarrier.init(ready.index(s), count=1)
+        mbarrier.init(empty.index(s), count=2)  # one arrive per consumer warpgroup
+    worker_args = (a_desc, b_desc, a_smem, b_smem, ready, empty, c_ptr, off_m, off_n, M, N, num_k, stride_cm)
+    gl.warp_specialize([
+        (_ws_consumer0, (a_smem, b_smem, ready, empty, c_ptr, off_m, off_n, M, N, num_k, stride_cm)),
+        (_ws_consumer1, worker_args),
+        (_ws_loader, worker_args),
+    ], [4, 1], [WS_CONSUMER_REGS, WS_LOADER_REGS])
+
+
 def _layouts(block_m: int, block_n: int, block_k: int):
     return (gl.NVMMASharedLayout.get_default_for([block_m, block_k], gl.float8e4nv),
             gl.NVMMASharedLayout.get_default_for([block_n, block_k], gl.float8e4nv))
 
 
-def compile_only(block_m: int, block_n: int, block_k: int, stages: int, warps: int) -> list[dict]:
+WS_MAXNREG = 168  # fp8_gemm_ws_kernel: 3 warpgroups x 128 threads x 168 <= 65536, one CTA per SM
+
+
+def _kernel(name: str, stages: int, warps: int):
+    """(kernel, constexpr arguments, compile/launch options) of mode ``name``."""
+    if name == "ws":
+        return (fp8_gemm_ws_kernel, dict(STAGES=stages, num_warps=4),
+                dict(num_warps=4, maxnreg=WS_MAXNREG))
+    return fp8_gemm_kernel, dict(MODE=MODES[name], STAGES=stages, num_warps=warps), dict(num_warps=warps)
+
+
+def compile_only(block_m: int, block_n: int, block_k: int, stages: int, warps: int, modes: list[str]) -> list[dict]:
     """Each mode compiled for sm_90 here (no GPU): wgmma count, waits by depth, registers, spills."""
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
@@ -139,17 +265,18 @@ def compile_only(block_m: int, block_n: int, block_k: int, stages: int, warps: i
     a_l, b_l = _layouts(block_m, block_n, block_k)
     sig = {"a_desc": f"tensordesc<fp8e4nv[{block_m}, {block_k}],{a_l!r}>",
            "b_desc": f"tensordesc<fp8e4nv[{block_n}, {block_k}],{b_l!r}>",
-           "c_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32", "stride_cm": "i32",
-           "MODE": "constexpr", "STAGES": "constexpr", "num_warps": "constexpr"}
+           "c_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32", "stride_cm": "i32"}
     sys.path.insert(0, str(Path(__file__).parent))
     from compile_check import sass_facts
 
     rows = []
-    for name, mode in MODES.items():
-        src = GluonASTSource(fp8_gemm_kernel, sig, dict(MODE=mode, STAGES=stages, num_warps=warps))
-        kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=warps))
+    for name in modes:
+        fn, consts, options = _kernel(name, stages, warps)
+        src = GluonASTSource(fn, {**sig, **{c: "constexpr" for c in consts}}, consts)
+        kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
         facts = sass_facts(kernel.asm["cubin"])
-        rows.append(dict(mode=name, **{f: facts[f] for f in ("qgmma", "wgmma_waits", "registers", "spill_ops")}))
+        rows.append(dict(mode=name, **{f: facts[f] for f in ("qgmma", "wgmma_waits", "registers", "spill_ops")},
+                         shared_bytes=kernel.metadata.shared))
         print(rows[-1], flush=True)
     return rows
 
@@ -174,11 +301,11 @@ def run_gpu(block_m: int, block_n: int, block_k: int, stages: int, warps: int, s
         b_desc = TensorDescriptor(b, list(b.shape), list(b.stride()), [block_n, block_k], b_l)
         grid = (triton.cdiv(m, block_m), triton.cdiv(n, block_n))
         for name in modes:
-            mode = MODES[name]
+            fn, consts, options = _kernel(name, stages, warps)
 
             def call():
-                fp8_gemm_kernel[grid](a_desc, b_desc, c, m, n, k, c.stride(0), MODE=mode, STAGES=stages,
-                                      num_warps=warps)
+                fn[grid](a_desc, b_desc, c, m, n, k, c.stride(0), **consts, **{
+                    o: v for o, v in options.items() if o != "num_warps"})
             c.fill_(float("nan"))
             call()
             torch.cuda.synchronize()
@@ -210,15 +337,17 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--stages", type=int, default=4)
     ap.add_argument("--warps", type=int, default=8)
     ap.add_argument("--shapes", default=",".join(SHAPES))
-    ap.add_argument("--modes", default=",".join(MODES), help="some of " + ", ".join(MODES))
+    ap.add_argument("--modes", default="chain,wait,pingpong", help="some of " + ", ".join(MODES))
     ap.add_argument("--out", type=Path, help="write the rows as JSON here")
     args = ap.parse_args(argv)
-    modes = args.modes.split(",")
+    modes = list(dict.fromkeys(args.modes.split(",")))
     if not set(modes) <= set(MODES):
         ap.error(f"--modes: expected some of {', '.join(MODES)}, got {args.modes!r}")
     bm, bn, bk = map(int, args.tile.split(","))
+    if "ws" in modes and (bm != 128 or bn not in (128, 256)):
+        ap.error(f"--tile: mode ws takes BLOCK_M 128 and BLOCK_N 128 or 256, got {args.tile}")
     if args.compile_only:
-        rows = compile_only(bm, bn, bk, args.stages, args.warps)
+        rows = compile_only(bm, bn, bk, args.stages, args.warps, modes)
     else:
         rows = run_gpu(bm, bn, bk, args.stages, args.warps, args.shapes.split(","), modes)
     if args.out:
