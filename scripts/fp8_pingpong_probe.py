@@ -15,9 +15,11 @@ warp-specialised one:
   warp issues the TMA loads (the one-partition kernels sync the CTA before each issue: 33-44%
   of their stall cycles, Nsight Compute, eleventh session), and two consumer warpgroups share
   the B tile and release each ring slot apart, so one's promotion runs under the other's wgmma.
-  Compiled here for sm_90: 128 x 128 at 168 registers without spills; 128 x 256 (half the L2
-  bytes per output of 64 x 128) spills 84 instructions in its loop.  Not run on a GPU yet:
-  ``--tile 128,128,128 --modes wait,ws`` times it against ``wait`` on the same tile.
+  Compiled here for sm_90 without spills at 128 x 128 and 128 x 256 (half the L2 bytes per
+  output of 64 x 128; 197 KB of shared memory at 4 stages), the consumers at up to 232-248
+  registers by ``setmaxnreg``.  (Storing C through a layout conversion, as the other modes do,
+  spilled 84 instructions at 128 x 256.)  Not run on a GPU yet: ``--tile 128,256,128 --modes
+  ws`` times it, ``--tile 128,128,128 --warps 8 --modes wait,ws`` against ``wait``.
 
 The question for the grouped path (issue 3's five slow fp8_tensor cases, 1.15-1.27x vLLM's
 time): does ``pingpong`` run at ``chain``'s rate?  If so, the grouped FP8 gate/up is worth
@@ -164,11 +166,10 @@ def _ws_sub_step(a, b_slot, acc, j: gl.constexpr, SUB_N: gl.constexpr, layout: g
 
 @gluon.jit
 def _ws_store(c_ptr, acc, row0, col0, M, N, stride_cm):
-    out_layout: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])
-    rows = row0 + gl.arange(0, acc.shape[0], layout=gl.SliceLayout(1, out_layout))
-    cols = col0 + gl.arange(0, acc.shape[1], layout=gl.SliceLayout(0, out_layout))
-    gl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :], gl.convert_layout(acc, out_layout),
-             mask=(rows < M)[:, None] & (cols < N)[None, :])
+    """acc stored from its MMA layout (a layout conversion would hold a second copy)."""
+    rows = row0 + gl.arange(0, acc.shape[0], layout=gl.SliceLayout(1, acc.type.layout))
+    cols = col0 + gl.arange(0, acc.shape[1], layout=gl.SliceLayout(0, acc.type.layout))
+    gl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :], acc, mask=(rows < M)[:, None] & (cols < N)[None, :])
 
 
 @gluon.jit
