@@ -209,7 +209,7 @@ def sass_facts(cubin: bytes) -> dict:
                 pdl_wait_first=launch_at < 0 or 0 <= wait_at < launch_at)
 
 
-def compile_gluon(gemm: str, group_m: int = 1):
+def compile_gluon(gemm: str, group_m: int = 1, scale_ahead: int = 1):
     """A Gluon grouped GEMM ('gate_up' or 'down') compiled for sm_90 with the tiles of
     ``policy.gluon_grouped_config``; returns (compiled kernel, ptxas's stdout+stderr on
     its PTX, where a serialised wgmma shows as warning C7514)."""
@@ -226,7 +226,7 @@ def compile_gluon(gemm: str, group_m: int = 1):
         kernel = gluon_grouped_down_kernel
         sig = {"a_desc": desc(block_m), "as_ptr": "*fp32", **common, "routes_ptr": "*i32", "block_expert_ptr": "*i32",
                "num_blocks_ptr": "*i32", "y_ptr": "*bf16", "H": "i32", "I": "i32", "stride_as": "i32",
-               "stride_y": "i32"}
+               "stride_y": "i32", "SCALE_AHEAD": "constexpr"}
     else:
         kernel = gluon_grouped_gate_up_kernel
         sig = {"x_desc": desc(block_m), "xs_ptr": "*fp32", **common, "block_expert_ptr": "*i32",
@@ -235,8 +235,10 @@ def compile_gluon(gemm: str, group_m: int = 1):
     names = list(sig)  # as the JIT specialises real shapes: pointers aligned, sizes multiples of 16
     attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in names
              if n.endswith("_ptr") or n in ("H", "I", "stride_y", "stride_act")}  # stride_as: cdiv(I, 128)
-    src = GluonASTSource(kernel, sig, dict(GROUP_M=group_m, STAGES=tile.num_stages,
-                                           num_warps=tile.num_warps), attrs)
+    constants = dict(GROUP_M=group_m, STAGES=tile.num_stages, num_warps=tile.num_warps)
+    if gemm == "down":
+        constants["SCALE_AHEAD"] = scale_ahead
+    src = GluonASTSource(kernel, sig, constants, attrs)
     compiled = triton.compile(src, target=TARGET, options=dict(num_warps=tile.num_warps))
     with tempfile.TemporaryDirectory() as d:
         (Path(d) / "k.ptx").write_text(compiled.asm["ptx"])
@@ -268,13 +270,15 @@ def main() -> int:
                              or (constexprs.get("PDL", False) and f["pdl_wait"] == 0) or not f["pdl_wait_first"]))
             for name, kernel, ptrs, constexprs, warps, needs_wgmma in CASES]
 
-    def gluon_facts(gemm: str) -> dict:
-        compiled, ptxas = compile_gluon(gemm, group_m=8)
+    def gluon_facts(gemm: str, scale_ahead: int) -> dict:
+        compiled, ptxas = compile_gluon(gemm, group_m=8, scale_ahead=scale_ahead)
         return dict(sass_facts(compiled.asm["cubin"]), serialised="C7514" in ptxas,
                     shared_bytes=compiled.metadata.shared)
-    # the Gluon grouped GEMMs (GroupedConfig.gluon): QGMMA, no spills, wgmma not serialised by ptxas
-    rows += [check(f"gluon grouped_{gemm}", lambda: gluon_facts(gemm),
-                   lambda f: f["qgmma"] == 0 or f["spill_ops"] > 0 or f["serialised"]) for gemm in ("gate_up", "down")]
+    # the Gluon grouped GEMMs (GroupedConfig.gluon): QGMMA, no spills, wgmma not serialised by
+    # ptxas; down also with its activation scales loaded two steps ahead (the probe's variant)
+    rows += [check(f"gluon grouped_{gemm}" + (f" scale_ahead={ahead}" if ahead > 1 else ""),
+                   lambda: gluon_facts(gemm, ahead), lambda f: f["qgmma"] == 0 or f["spill_ops"] > 0 or f["serialised"])
+             for gemm, ahead in (("gate_up", 1), ("down", 1), ("down", 2))]
     ok = all(r["ok"] for r in rows)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))

@@ -85,7 +85,8 @@ def _rel_l2(got, ref) -> float:
     return float((got.double() - ref).norm() / ref.norm())
 
 
-def run_gpu(gemms: list[str], names: list[str], tokens: list[int], group_m: int | None) -> list[dict]:
+def run_gpu(gemms: list[str], names: list[str], tokens: list[int], group_m: int | None,
+            scale_aheads: tuple[int, ...] = (1,)) -> list[dict]:
     """Each case and GEMM: the Triton kernel with the config the policy serves, and the Gluon
     kernel on the same inputs; rel-L2 against the fp64 product; graph-timed us and TFLOP/s.
     Each builds its own plan (its BLOCK_M).  The Gluon tiles are ``policy.gluon_grouped_config``'s;
@@ -134,9 +135,11 @@ def run_gpu(gemms: list[str], names: list[str], tokens: list[int], group_m: int 
                 ref = _reference(gemm, a, a_s, w, ws, flat, top_k, inter)
                 w_desc = tile_desc(w.view(-1, k_in), bn)
                 calls = {"triton": _triton_call(gemm, cfg, plans[cfg.block_m], a, a_s, w, ws, r, top_k, hidden, inter,
-                                                grouped_down_kernel, grouped_gate_up_kernel, ROW_SCALED.value),
-                         "gluon": _gluon_call(gemm, plans[block_m], a, a_s, w_desc, ws, r, top_k, hidden, inter, bn,
-                                              block_m, g_group, g_tile.num_stages, g_tile.num_warps)}
+                                                grouped_down_kernel, grouped_gate_up_kernel, ROW_SCALED.value)}
+                for ahead in scale_aheads if gemm == "down" else (1,):
+                    calls["gluon" if ahead == 1 else f"gluon_scale_ahead{ahead}"] = _gluon_call(
+                        gemm, plans[block_m], a, a_s, w_desc, ws, r, top_k, hidden, inter, bn, block_m, g_group,
+                        g_tile.num_stages, g_tile.num_warps, ahead)
                 if gemm == "gate_up":
                     calls["gluon_gemm"] = calls["gluon"][1]
                     calls["gluon"] = calls["gluon"][0]
@@ -209,7 +212,8 @@ def _triton_call(gemm, cfg, plan, a, a_s, w, ws, r, top_k, hidden, inter, down_k
     return call, lambda: _dequantise(*out["q"])
 
 
-def _gluon_call(gemm, plan, a, a_s, w_desc, ws, r, top_k, hidden, inter, bn, block_m, group_m, stages, warps):
+def _gluon_call(gemm, plan, a, a_s, w_desc, ws, r, top_k, hidden, inter, bn, block_m, group_m, stages, warps,
+                scale_ahead=1):
     """(launch, output in route order) of the Gluon kernel; for gate/up ((gather + GEMM +
     requantisation, output), (gather + GEMM, its fp32 output)).  down's input is put in plan
     order before (gate/up's output is, in the library)."""
@@ -237,7 +241,8 @@ def _gluon_call(gemm, plan, a, a_s, w_desc, ws, r, top_k, hidden, inter, bn, blo
         def call():
             gluon_grouped_down_kernel[(grid * triton.cdiv(hidden, bn),)](
                 a_desc, as_plan, w_desc, ws, plan.sorted_routes, plan.block_expert, plan.num_blocks, y, hidden, inter,
-                as_plan.stride(0), y.stride(0), GROUP_M=group_m, STAGES=stages, num_warps=warps)
+                as_plan.stride(0), y.stride(0), GROUP_M=group_m, STAGES=stages, num_warps=warps,
+                SCALE_AHEAD=scale_ahead)
         return call, lambda: y
     act = torch.empty(rows, inter, device=a.device, dtype=torch.float32)
     out = {}
@@ -272,13 +277,18 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--tokens", default="2048,8192")
     ap.add_argument("--group-m", type=int, help="GROUP_M of the Gluon kernels (default: the Triton config's, "
                     "scaled to the same rows per weight tile)")
+    ap.add_argument("--scale-ahead", default="1",
+                    help="down: the Gluon kernel once per SCALE_AHEAD value (1, 2; e.g. 1,2)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
+    aheads = tuple(int(v) for v in args.scale_ahead.split(","))
+    if not set(aheads) <= {1, 2}:
+        ap.error(f"--scale-ahead: expected 1 and/or 2, got {args.scale_ahead!r}")
     gemms = args.gemm.split(",")
     if args.compile_only:
         rows = [compile_only(g, group) for g in gemms for group in (1, 8)]
     else:
-        rows = run_gpu(gemms, args.shapes.split(","), [int(t) for t in args.tokens.split(",")], args.group_m)
+        rows = run_gpu(gemms, args.shapes.split(","), [int(t) for t in args.tokens.split(",")], args.group_m, aheads)
     if args.out:
         args.out.write_text(json.dumps(rows, indent=1) + "\n")
     return 0
