@@ -141,18 +141,41 @@ def fp8_gemm_kernel(a_desc, b_desc, c_ptr, M, N, K, stride_cm,
 
 
 @gluon.jit
-def _ws_loader(a_desc, b_desc, a_smem, b_smem, ready, empty, c_ptr, off_m, off_n, M, N, num_k, stride_cm):
-    """Producer warp of ``fp8_gemm_ws_kernel``: each K step's A and B tiles by TMA into the
-    ring, into a slot once both consumer warpgroups have released it (``empty``), arriving on
-    ``ready``.  (Its signature is the consumer worker's: worker partitions share one.)"""
+def ws_ring(a_desc, b_desc, STAGES: gl.constexpr):
+    """A warp-specialised kernel's ring: STAGES slots of an A and a B tile, a ``ready`` barrier
+    per slot (the producer's TMA bytes) and an ``empty`` one (one arrive per consumer
+    warpgroup, two of them).  (Shared with gluon_grouped_probe.py's warp-specialised down.)"""
+    BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
+    a_smem = gl.allocate_shared_memory(a_desc.dtype, [STAGES, a_desc.block_type.shape[0], BLOCK_K], a_desc.layout)
+    b_smem = gl.allocate_shared_memory(b_desc.dtype, [STAGES, b_desc.block_type.shape[0], BLOCK_K], b_desc.layout)
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(STAGES):
+        mbarrier.init(ready.index(s), count=1)
+        mbarrier.init(empty.index(s), count=2)
+    return a_smem, b_smem, ready, empty
+
+
+@gluon.jit
+def ws_fill_ring(a_desc, b_desc, a_smem, b_smem, ready, empty, a_row0, b_row0, num_k):
+    """A producer warp's loop: each K step's A tile (rows a_row0..) and B tile (rows b_row0..)
+    by TMA into the ring, into a slot once its consumers have released it (``empty``),
+    arriving on ``ready``.  (Shared with gluon_grouped_probe.py's warp-specialised down.)"""
     BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
     STAGES: gl.constexpr = a_smem.type.shape[0]
     for k in range(num_k):
         s = k % STAGES
         mbarrier.wait(empty.index(s), ((k // STAGES) & 1) ^ 1)  # a fresh barrier passes phase 1 at once
         mbarrier.expect(ready.index(s), a_desc.block_type.nbytes + b_desc.block_type.nbytes)
-        tma.async_copy_global_to_shared(a_desc, [off_m, k * BLOCK_K], ready.index(s), a_smem.index(s))
-        tma.async_copy_global_to_shared(b_desc, [off_n, k * BLOCK_K], ready.index(s), b_smem.index(s))
+        tma.async_copy_global_to_shared(a_desc, [a_row0, k * BLOCK_K], ready.index(s), a_smem.index(s))
+        tma.async_copy_global_to_shared(b_desc, [b_row0, k * BLOCK_K], ready.index(s), b_smem.index(s))
+
+
+@gluon.jit
+def _ws_loader(a_desc, b_desc, a_smem, b_smem, ready, empty, c_ptr, off_m, off_n, M, N, num_k, stride_cm):
+    """Producer warp of ``fp8_gemm_ws_kernel`` (its signature is the consumer worker's: worker
+    partitions share one)."""
+    ws_fill_ring(a_desc, b_desc, a_smem, b_smem, ready, empty, off_m, off_n, num_k)
 
 
 @gluon.jit
@@ -227,13 +250,7 @@ def fp8_gemm_ws_kernel(a_desc, b_desc, c_ptr, M, N, K, stride_cm, STAGES: gl.con
     off_m = gl.program_id(0) * BLOCK_M
     off_n = gl.program_id(1) * BLOCK_N
     num_k = K // BLOCK_K
-    a_smem = gl.allocate_shared_memory(a_desc.dtype, [STAGES, BLOCK_M, BLOCK_K], a_desc.layout)
-    b_smem = gl.allocate_shared_memory(b_desc.dtype, [STAGES, BLOCK_N, BLOCK_K], b_desc.layout)
-    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for s in gl.static_range(STAGES):
-        mbarrier.init(ready.index(s), count=1)
-        mbarrier.init(empty.index(s), count=2)  # one arrive per consumer warpgroup
+    a_smem, b_smem, ready, empty = ws_ring(a_desc, b_desc, STAGES)
     worker_args = (a_desc, b_desc, a_smem, b_smem, ready, empty, c_ptr, off_m, off_n, M, N, num_k, stride_cm)
     gl.warp_specialize([
         (_ws_consumer0, (a_smem, b_smem, ready, empty, c_ptr, off_m, off_n, M, N, num_k, stride_cm)),

@@ -16,9 +16,12 @@ GEMM with the grouped path's contract:
   scale and the expert scale apply at the end, then SwiGLU.  The output is fp32, requantised
   per 128 columns by ``quantize_rows``.
 
-    python scripts/gluon_grouped_probe.py [--gemm down,gate_up] [--group-m N]
+    python scripts/gluon_grouped_probe.py [--gemm down,gate_up] [--group-m N] [--scale-ahead 1,2] [--ws]
                                       # GPU: rel-L2 against fp64, graph-timed against Triton
     python scripts/gluon_grouped_probe.py --compile-only     # any machine: sm_90 SASS facts
+
+``--ws`` adds ``gluon_grouped_down_ws_kernel`` (down warp-specialised: a producer warp, two
+consumer warpgroups on 128-row plan blocks; compiled for sm_90 without spills, not yet run).
 
 Measured at Mixtral TP2 M=8192 (tenth session, ``2026-11-30-s10/gluon.md``): Triton gate/up
 2582 us and down 1201; the Gluon kernels with cp.async row gathers 3027 / 1305, with plan-order
@@ -34,8 +37,13 @@ import sys
 from pathlib import Path
 
 import triton
-from fusedmoe.paths._grouped_gluon_kernels import (K_STEP, gluon_grouped_down_kernel, gluon_grouped_gate_up_kernel,
-                                                  tile_desc)
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import mbarrier, warpgroup_mma, warpgroup_mma_wait
+
+from fp8_pingpong_probe import ws_fill_ring, ws_ring  # scripts/ is on the path when this script runs
+from fusedmoe.paths._grouped_gluon_kernels import (BLOCK_K, K_STEP, _program_block, gluon_grouped_down_kernel,
+                                                  gluon_grouped_gate_up_kernel, tile_desc)
 
 # (E, top_k, H, I) of the grouped layers whose FP8 cases are slowest against vLLM, and one more.
 # one_expert at M=2048: the dense probe's products (fp8_pingpong_probe.py's mixtral_gate_up
@@ -43,6 +51,88 @@ from fusedmoe.paths._grouped_gluon_kernels import (K_STEP, gluon_grouped_down_ke
 SHAPES = {"mixtral_8x7b_tp2": (8, 2, 4096, 7168), "qwen3_30b_a3b": (128, 8, 2048, 768),
           "gpt_oss_120b_tp4": (128, 4, 2880, 720), "deepseek_v3_tp8": (256, 8, 7168, 256),
           "one_expert": (1, 1, 4096, 7168)}
+
+
+# ---- down, warp-specialised (--ws): fp8_pingpong_probe.py's mode ws with the grouped contract ----
+# The library kernel's contract (plan blocks, plan-order activations with a scale per row and
+# K step, W2 viewed as [E*H, I], y in route order) on 128-row plan blocks: a producer warp issues
+# the TMA loads, two consumer warpgroups (64 rows each) share each weight tile and release each
+# ring slot with their own arrive.  Values reach the partitions as run-time scalars (constexprs
+# come from the shared buffers' shapes); a block past num_blocks runs no K step and stores
+# nothing (warp_specialize sits at the kernel's top level, after no early return).
+WS_CONSUMER_REGS = gl.constexpr(232)
+WS_LOADER_REGS = gl.constexpr(24)
+WS_MAXNREG = 168  # 3 warpgroups x 128 threads x 168 <= 65536: one CTA per SM
+
+
+@gluon.jit
+def _ws_down_loader(a_desc, w_desc, a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr, stride_y,
+                    ws_scale, a_row0, w_row0, col0, H, num_k):
+    """Producer warp: step k's A and W2 tiles into its ring slot once both consumers released it."""
+    ws_fill_ring(a_desc, w_desc, a_smem, w_smem, ready, empty, a_row0, w_row0, num_k)
+
+
+@gluon.jit
+def _ws_down_consume(a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr, stride_y, ws_scale,
+                     a_row0, col0, H, num_k, WG: gl.constexpr):
+    """Consumer warpgroup WG: plan rows a_row0 + WG*64 .. +64, each K step's partial promoted
+    with the rows' activation scale for the step (loaded two steps ahead), then y in route order."""
+    STAGES: gl.constexpr = a_smem.type.shape[0]
+    BLOCK_N: gl.constexpr = w_smem.type.shape[1]
+    mma: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_N, 32])
+    p = a_row0 + WG * 64 + gl.arange(0, 64, layout=gl.SliceLayout(1, mma))
+    scale_row = as_ptr + p.to(gl.int64) * stride_as
+    acc = gl.zeros((64, BLOCK_N), dtype=gl.float32, layout=mma)
+    step_scale = gl.load(scale_row)
+    following_scale = gl.load(scale_row + 1, mask=1 < num_k, other=0.0)
+    for k in range(num_k):
+        s = k % STAGES
+        mbarrier.wait(ready.index(s), (k // STAGES) & 1)
+        tok = warpgroup_mma(a_smem.index(s).slice(WG * 64, 64), w_smem.index(s).permute((1, 0)),
+                            gl.zeros((64, BLOCK_N), dtype=gl.float32, layout=mma), use_acc=False, is_async=True)
+        ahead_scale = gl.load(scale_row + k + 2, mask=k + 2 < num_k, other=0.0)
+        part = warpgroup_mma_wait(num_outstanding=0, deps=(tok,))
+        mbarrier.arrive(empty.index(s), count=1)  # this warpgroup's wgmma is done with the slot
+        acc += part * step_scale[:, None]
+        step_scale = following_scale
+        following_scale = ahead_scale
+    route = gl.load(routes_ptr + p)
+    n = col0 + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, mma))
+    gl.store(y_ptr + route.to(gl.int64)[:, None] * stride_y + n[None, :],
+             (acc * ws_scale).to(y_ptr.dtype.element_ty), mask=(route >= 0)[:, None] & (n < H)[None, :] & (num_k > 0))
+
+
+@gluon.jit
+def _ws_down_consumer0(a_desc, w_desc, a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr, stride_y,
+                       ws_scale, a_row0, w_row0, col0, H, num_k):
+    _ws_down_consume(a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr, stride_y, ws_scale, a_row0,
+                     col0, H, num_k, 0)
+
+
+@gluon.jit
+def _ws_down_consumer1(a_desc, w_desc, a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr, stride_y,
+                       ws_scale, a_row0, w_row0, col0, H, num_k):
+    _ws_down_consume(a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr, stride_y, ws_scale, a_row0,
+                     col0, H, num_k, 1)
+
+
+@gluon.jit
+def gluon_grouped_down_ws_kernel(a_desc, as_ptr, w_desc, ws_ptr, routes_ptr, block_expert_ptr, num_blocks_ptr, y_ptr,
+                                 H, I, stride_as, stride_y,
+                                 GROUP_M: gl.constexpr, STAGES: gl.constexpr, num_warps: gl.constexpr):
+    """``gluon_grouped_down_kernel``'s y on 128-row plan blocks, warp-specialised (above)."""
+    BLOCK_M: gl.constexpr = a_desc.block_type.shape[0]
+    BLOCK_N: gl.constexpr = w_desc.block_type.shape[0]
+    gl.static_assert((BLOCK_M == 128) & (num_warps == 4))
+    gl.static_assert((w_desc.block_type.shape[1] == BLOCK_K) & (a_desc.block_type.shape[1] == BLOCK_K))
+    b, nt, e = _program_block(gl.cdiv(H, BLOCK_N), block_expert_ptr, num_blocks_ptr, GROUP_M)
+    num_k = gl.where(e >= 0, gl.cdiv(I, BLOCK_K), 0)
+    ws_scale = gl.load(ws_ptr + gl.maximum(e, 0))
+    a_smem, w_smem, ready, empty = ws_ring(a_desc, w_desc, STAGES)
+    args = (a_desc, w_desc, a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr, stride_y, ws_scale,
+            b * BLOCK_M, e * H + nt * BLOCK_N, nt * BLOCK_N, H, num_k)
+    gl.warp_specialize([(_ws_down_consumer0, args), (_ws_down_consumer1, args), (_ws_down_loader, args)],
+                       [4, 1], [WS_CONSUMER_REGS, WS_LOADER_REGS])
 
 
 def compile_only(gemm: str, group_m: int) -> dict:
@@ -55,6 +145,31 @@ def compile_only(gemm: str, group_m: int) -> dict:
     kernel, ptxas = compile_gluon(gemm, group_m)
     row = dict(gemm=gemm, group_m=group_m, **sass_facts(kernel.asm["cubin"]),
                serialised="C7514" in ptxas, shared_bytes=kernel.metadata.shared)
+    print(row, flush=True)
+    return row
+
+
+def compile_ws_down(group_m: int = 8, stages: int = 4) -> dict:
+    """``gluon_grouped_down_ws_kernel`` compiled for sm_90 here: its SASS facts, shared memory,
+    and the consumers' arrives in the PTX (one per consumer warpgroup, as its barrier counts)."""
+    import re
+
+    from triton.backends.compiler import GPUTarget
+    from triton.experimental.gluon._runtime import GluonASTSource
+    sys.path.insert(0, str(Path(__file__).parent))
+    from compile_check import sass_facts
+    from fusedmoe.paths._grouped_gluon_kernels import tile_layout
+
+    def desc(rows):
+        return f"tensordesc<fp8e4nv[{rows}, {K_STEP}],{tile_layout(rows)!r}>"
+    sig = {"a_desc": desc(128), "as_ptr": "*fp32", "w_desc": desc(128), "ws_ptr": "*fp32", "routes_ptr": "*i32",
+           "block_expert_ptr": "*i32", "num_blocks_ptr": "*i32", "y_ptr": "*bf16", "H": "i32", "I": "i32",
+           "stride_as": "i32", "stride_y": "i32", "GROUP_M": "constexpr", "STAGES": "constexpr",
+           "num_warps": "constexpr"}
+    src = GluonASTSource(gluon_grouped_down_ws_kernel, sig, dict(GROUP_M=group_m, STAGES=stages, num_warps=4))
+    kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=4, maxnreg=WS_MAXNREG))
+    row = dict(gemm="down_ws", group_m=group_m, **sass_facts(kernel.asm["cubin"]), shared_bytes=kernel.metadata.shared,
+               consumer_arrives=len(re.findall(r"mbarrier\.arrive\.shared", kernel.asm["ptx"])))
     print(row, flush=True)
     return row
 
@@ -86,7 +201,7 @@ def _rel_l2(got, ref) -> float:
 
 
 def run_gpu(gemms: list[str], names: list[str], tokens: list[int], group_m: int | None,
-            scale_aheads: tuple[int, ...] = (1,)) -> list[dict]:
+            scale_aheads: tuple[int, ...] = (1,), with_ws: bool = False) -> list[dict]:
     """Each case and GEMM: the Triton kernel with the config the policy serves, and the Gluon
     kernel on the same inputs; rel-L2 against the fp64 product; graph-timed us and TFLOP/s.
     Each builds its own plan (its BLOCK_M).  The Gluon tiles are ``policy.gluon_grouped_config``'s;
@@ -117,7 +232,7 @@ def run_gpu(gemms: list[str], names: list[str], tokens: list[int], group_m: int 
                                        num_sms(dev))
             g_group = group_m or max(1, cfg.group_m * cfg.block_m // block_m)
             g_cfg = policy.gluon_grouped_config(g_group)
-            plans = {bm: build_plan(ids, e_num, bm) for bm in {cfg.block_m, block_m}}
+            plans = {bm: build_plan(ids, e_num, bm) for bm in {cfg.block_m, block_m, 128}}
             for gemm in gemms:
                 g_tile = g_cfg.down if gemm == "down" else g_cfg.gate_up
                 bn = g_tile.block_n
@@ -143,12 +258,17 @@ def run_gpu(gemms: list[str], names: list[str], tokens: list[int], group_m: int 
                 if gemm == "gate_up":
                     calls["gluon_gemm"] = calls["gluon"][1]
                     calls["gluon"] = calls["gluon"][0]
+                elif with_ws:
+                    calls["gluon_ws"] = _gluon_ws_down_call(plans[128], a, a_s, w, ws, r, hidden, inter,
+                                                            max(1, cfg.group_m * cfg.block_m // 128), g_tile.num_stages)
                 for impl, (call, out_of) in calls.items():
                     us = _graph_us(call)
                     err = _rel_l2(out_of(), ref)
                     tiles = (dict(block_m=cfg.block_m, group_m=cfg.group_m, **{
                         f: getattr(cfg.down if gemm == "down" else cfg.gate_up, f)
                         for f in ("block_n", "num_warps", "num_stages")}) if impl == "triton" else
+                             dict(block_m=128, group_m=max(1, cfg.group_m * cfg.block_m // 128), block_n=128,
+                                  num_warps=12, num_stages=g_tile.num_stages) if impl == "gluon_ws" else
                              dict(block_m=block_m, group_m=g_group, block_n=bn, num_warps=g_tile.num_warps,
                                   num_stages=g_tile.num_stages))
                     rows.append(dict(shape=name, m=m, gemm=gemm, impl=impl, **tiles, us=round(us, 1),
@@ -259,6 +379,28 @@ def _gluon_call(gemm, plan, a, a_s, w_desc, ws, r, top_k, hidden, inter, bn, blo
     return (with_requant, lambda: to_routes(_dequantise(*out["q"]))), (gemm_only, lambda: to_routes(act))
 
 
+def _gluon_ws_down_call(plan, a, a_s, w, ws, r, hidden, inter, group_m, stages):
+    """(launch, y in route order) of ``gluon_grouped_down_ws_kernel`` (128-row plan blocks, 128
+    columns of H per program), its input put in plan order before, as ``_gluon_call``'s down."""
+    import torch
+
+    held = (plan.sorted_routes >= 0).nonzero().view(-1)
+    routes = plan.sorted_routes[held].long()
+    y = torch.empty(r, hidden, device=a.device, dtype=torch.bfloat16)
+    a_plan = torch.zeros(plan.sorted_routes.numel(), inter, device=a.device, dtype=a.dtype)
+    a_plan[held] = a[routes]
+    as_plan = torch.zeros(plan.sorted_routes.numel(), a_s.shape[1], device=a.device, dtype=a_s.dtype)
+    as_plan[held] = a_s[routes]
+    a_desc, w_desc = tile_desc(a_plan, 128), tile_desc(w.view(-1, inter), 128)
+    grid = (plan.block_expert.numel() * triton.cdiv(hidden, 128),)
+
+    def call():
+        gluon_grouped_down_ws_kernel[grid](
+            a_desc, as_plan, w_desc, ws, plan.sorted_routes, plan.block_expert, plan.num_blocks, y, hidden, inter,
+            as_plan.stride(0), y.stride(0), GROUP_M=group_m, STAGES=stages, num_warps=4, maxnreg=WS_MAXNREG)
+    return call, lambda: y
+
+
 def _requantise(act):
     from fusedmoe.epilogue import quantize_rows
 
@@ -279,6 +421,8 @@ def main(argv: list[str]) -> int:
                     "scaled to the same rows per weight tile)")
     ap.add_argument("--scale-ahead", default="1",
                     help="down: the Gluon kernel once per SCALE_AHEAD value (1, 2; e.g. 1,2)")
+    ap.add_argument("--ws", action="store_true",
+                    help="down: also gluon_grouped_down_ws_kernel (warp-specialised, 128-row plan blocks)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     aheads = tuple(int(v) for v in args.scale_ahead.split(","))
@@ -287,8 +431,11 @@ def main(argv: list[str]) -> int:
     gemms = args.gemm.split(",")
     if args.compile_only:
         rows = [compile_only(g, group) for g in gemms for group in (1, 8)]
+        if args.ws:
+            rows.append(compile_ws_down())
     else:
-        rows = run_gpu(gemms, args.shapes.split(","), [int(t) for t in args.tokens.split(",")], args.group_m, aheads)
+        rows = run_gpu(gemms, args.shapes.split(","), [int(t) for t in args.tokens.split(",")], args.group_m, aheads,
+                       args.ws)
     if args.out:
         args.out.write_text(json.dumps(rows, indent=1) + "\n")
     return 0
