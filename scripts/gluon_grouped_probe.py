@@ -76,7 +76,16 @@ def _ws_down_loader(a_desc, w_desc, a_smem, w_smem, ready, empty, as_ptr, stride
 def _ws_down_consume(a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr, stride_y, ws_scale,
                      a_row0, col0, H, num_k, WG: gl.constexpr):
     """Consumer warpgroup WG: plan rows a_row0 + WG*64 .. +64, each K step's partial promoted
-    with the rows' activation scale for the step (loaded two steps ahead), then y in route order."""
+    with the rows' activation scale for the step (loaded two steps ahead), then y in route order;
+    nothing for a block past num_blocks (num_k 0)."""
+    if num_k > 0:
+        _ws_down_rows(a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr, stride_y, ws_scale, a_row0,
+                      col0, H, num_k, WG)
+
+
+@gluon.jit
+def _ws_down_rows(a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr, stride_y, ws_scale,
+                  a_row0, col0, H, num_k, WG: gl.constexpr):
     STAGES: gl.constexpr = a_smem.type.shape[0]
     BLOCK_N: gl.constexpr = w_smem.type.shape[1]
     mma: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_N, 32])
@@ -99,7 +108,7 @@ def _ws_down_consume(a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr
     route = gl.load(routes_ptr + p)
     n = col0 + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, mma))
     gl.store(y_ptr + route.to(gl.int64)[:, None] * stride_y + n[None, :],
-             (acc * ws_scale).to(y_ptr.dtype.element_ty), mask=(route >= 0)[:, None] & (n < H)[None, :] & (num_k > 0))
+             (acc * ws_scale).to(y_ptr.dtype.element_ty), mask=(route >= 0)[:, None] & (n < H)[None, :])
 
 
 @gluon.jit
@@ -166,7 +175,10 @@ def compile_ws_down(group_m: int = 8, stages: int = 4) -> dict:
            "block_expert_ptr": "*i32", "num_blocks_ptr": "*i32", "y_ptr": "*bf16", "H": "i32", "I": "i32",
            "stride_as": "i32", "stride_y": "i32", "GROUP_M": "constexpr", "STAGES": "constexpr",
            "num_warps": "constexpr"}
-    src = GluonASTSource(gluon_grouped_down_ws_kernel, sig, dict(GROUP_M=group_m, STAGES=stages, num_warps=4))
+    names = list(sig)  # as the JIT specialises real shapes (compile_check.compile_gluon's attributes)
+    attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in names
+             if n.endswith("_ptr") or n in ("H", "I", "stride_y")}
+    src = GluonASTSource(gluon_grouped_down_ws_kernel, sig, dict(GROUP_M=group_m, STAGES=stages, num_warps=4), attrs)
     kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=4, maxnreg=WS_MAXNREG))
     row = dict(gemm="down_ws", group_m=group_m, **sass_facts(kernel.asm["cubin"]), shared_bytes=kernel.metadata.shared,
                consumer_arrives=len(re.findall(r"mbarrier\.arrive\.shared", kernel.asm["ptx"])))
@@ -232,7 +244,8 @@ def run_gpu(gemms: list[str], names: list[str], tokens: list[int], group_m: int 
                                        num_sms(dev))
             g_group = group_m or max(1, cfg.group_m * cfg.block_m // block_m)
             g_cfg = policy.gluon_grouped_config(g_group)
-            plans = {bm: build_plan(ids, e_num, bm) for bm in {cfg.block_m, block_m, 128}}
+            ws_group = max(1, g_group * block_m // 128)  # the same rows per weight tile as the Gluon kernel
+            plans = {bm: build_plan(ids, e_num, bm) for bm in {cfg.block_m, block_m} | ({128} if with_ws else set())}
             for gemm in gemms:
                 g_tile = g_cfg.down if gemm == "down" else g_cfg.gate_up
                 bn = g_tile.block_n
@@ -260,14 +273,14 @@ def run_gpu(gemms: list[str], names: list[str], tokens: list[int], group_m: int 
                     calls["gluon"] = calls["gluon"][0]
                 elif with_ws:
                     calls["gluon_ws"] = _gluon_ws_down_call(plans[128], a, a_s, w, ws, r, hidden, inter,
-                                                            max(1, cfg.group_m * cfg.block_m // 128), g_tile.num_stages)
+                                                            ws_group, g_tile.num_stages)
                 for impl, (call, out_of) in calls.items():
                     us = _graph_us(call)
                     err = _rel_l2(out_of(), ref)
                     tiles = (dict(block_m=cfg.block_m, group_m=cfg.group_m, **{
                         f: getattr(cfg.down if gemm == "down" else cfg.gate_up, f)
                         for f in ("block_n", "num_warps", "num_stages")}) if impl == "triton" else
-                             dict(block_m=128, group_m=max(1, cfg.group_m * cfg.block_m // 128), block_n=128,
+                             dict(block_m=128, group_m=ws_group, block_n=128,
                                   num_warps=12, num_stages=g_tile.num_stages) if impl == "gluon_ws" else
                              dict(block_m=block_m, group_m=g_group, block_n=bn, num_warps=g_tile.num_warps,
                                   num_stages=g_tile.num_stages))
