@@ -1,9 +1,10 @@
 """Triton kernels of the element-wise stages: FP8 row(-group) quantisation, SwiGLU (optionally
 fused with the quantisation of its output) and the top-k combine.
 
-The @triton.jit helpers ``glu`` and ``quantize_group`` are the single definition of those
-formulas: every kernel that applies them (here and in the GEMM epilogues) calls these, so
-that the fused and the separate kernels give bitwise equal results.
+The @triton.jit helpers ``glu`` and ``quantize_group`` (``scale_of`` and ``to_e4m3``) are the
+single definition of those formulas: every kernel that applies them (here, in the GEMM
+epilogues, and in Gluon kernels, which can call them) calls these, so that the fused and the
+separate kernels give bitwise equal results.
 """
 
 from __future__ import annotations
@@ -59,14 +60,14 @@ def glu(gate, up, ACTIVATION: tl.constexpr):
 
 
 @triton.jit
-def _to_e4m3(v, scale):
+def to_e4m3(v, scale):
     """v [R, G] / scale [R], clamped to +-448 and rounded to e4m3."""
     q = tl.div_rn(v, scale[:, None])
     return round_to_e4m3_grid(tl.minimum(tl.maximum(q, -448.0), 448.0)).to(tl.float8e4nv)
 
 
 @triton.jit
-def _scale_of(amax):
+def scale_of(amax):
     """amax / 448, or 1 for an all-zero group."""
     return tl.where(amax > 0, tl.div_rn(amax, 448.0), 1.0)
 
@@ -75,8 +76,8 @@ def _scale_of(amax):
 def quantize_group(v, ok):
     """Quantise the rows of v [R, G] (one 128-group per row; ``ok`` masks missing columns) to
     e4m3 with scale = amax / 448 (1 for an all-zero group).  Returns (q [R, G], scale [R])."""
-    scale = _scale_of(tl.max(tl.where(ok, tl.abs(v), 0.0), axis=1))
-    return _to_e4m3(v, scale), scale
+    scale = scale_of(tl.max(tl.where(ok, tl.abs(v), 0.0), axis=1))
+    return to_e4m3(v, scale), scale
 
 
 @triton.jit
@@ -105,12 +106,12 @@ def _quantize_whole_rows_kernel(a_ptr, q_ptr, s_ptr, rows, cols, stride_a, strid
         c = c0 + tl.arange(0, BLOCK_C)
         v = tl.load(a_row + c[None, :], mask=r_ok[:, None] & (c < cols)[None, :], other=0.0).to(tl.float32)
         amax = tl.maximum(amax, tl.max(tl.abs(v), axis=1))
-    scale = _scale_of(amax)
+    scale = scale_of(amax)
     for c0 in range(0, cols, BLOCK_C):
         c = c0 + tl.arange(0, BLOCK_C)
         ok = r_ok[:, None] & (c < cols)[None, :]
         v = tl.load(a_row + c[None, :], mask=ok, other=0.0).to(tl.float32)
-        tl.store(q_ptr + r[:, None].to(tl.int64) * stride_q + c[None, :], _to_e4m3(v, scale), mask=ok)
+        tl.store(q_ptr + r[:, None].to(tl.int64) * stride_q + c[None, :], to_e4m3(v, scale), mask=ok)
     tl.store(s_ptr + r, scale, mask=r_ok)
 
 

@@ -141,13 +141,15 @@ def fp8_gemm_kernel(a_desc, b_desc, c_ptr, M, N, K, stride_cm,
 
 
 @gluon.jit
-def ws_ring(a_desc, b_desc, STAGES: gl.constexpr):
-    """A warp-specialised kernel's ring: STAGES slots of an A and a B tile, a ``ready`` barrier
-    per slot (the producer's TMA bytes) and an ``empty`` one (one arrive per consumer
-    warpgroup, two of them).  (Shared with gluon_grouped_probe.py's warp-specialised down.)"""
+def ws_ring(a_desc, b_desc, STAGES: gl.constexpr, B_TILES: gl.constexpr = 1):
+    """A warp-specialised kernel's ring: STAGES slots of an A tile and B_TILES B tiles (slot s's
+    tile j at b_smem.index(s * B_TILES + j)), a ``ready`` barrier per slot (the producer's TMA
+    bytes) and an ``empty`` one (one arrive per consumer warpgroup, two of them).  (Shared with
+    gluon_grouped_probe.py's warp-specialised grouped GEMMs.)"""
     BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
     a_smem = gl.allocate_shared_memory(a_desc.dtype, [STAGES, a_desc.block_type.shape[0], BLOCK_K], a_desc.layout)
-    b_smem = gl.allocate_shared_memory(b_desc.dtype, [STAGES, b_desc.block_type.shape[0], BLOCK_K], b_desc.layout)
+    b_smem = gl.allocate_shared_memory(b_desc.dtype, [STAGES * B_TILES, b_desc.block_type.shape[0], BLOCK_K],
+                                       b_desc.layout)
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     for s in gl.static_range(STAGES):
@@ -157,18 +159,21 @@ def ws_ring(a_desc, b_desc, STAGES: gl.constexpr):
 
 
 @gluon.jit
-def ws_fill_ring(a_desc, b_desc, a_smem, b_smem, ready, empty, a_row0, b_row0, num_k):
-    """A producer warp's loop: each K step's A tile (rows a_row0..) and B tile (rows b_row0..)
-    by TMA into the ring, into a slot once its consumers have released it (``empty``),
-    arriving on ``ready``.  (Shared with gluon_grouped_probe.py's warp-specialised down.)"""
+def ws_fill_ring(a_desc, b_desc, a_smem, b_smem, ready, empty, a_row0, b_row0, num_k, b_row_step=0,
+                 B_TILES: gl.constexpr = 1):
+    """A producer warp's loop: each K step's A tile (rows a_row0..) and B tiles (tile j at rows
+    b_row0 + j * b_row_step..) by TMA into the ring, into a slot once its consumers have
+    released it (``empty``), arriving on ``ready``.  (Shared with gluon_grouped_probe.py.)"""
     BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
     STAGES: gl.constexpr = a_smem.type.shape[0]
     for k in range(num_k):
         s = k % STAGES
         mbarrier.wait(empty.index(s), ((k // STAGES) & 1) ^ 1)  # a fresh barrier passes phase 1 at once
-        mbarrier.expect(ready.index(s), a_desc.block_type.nbytes + b_desc.block_type.nbytes)
+        mbarrier.expect(ready.index(s), a_desc.block_type.nbytes + B_TILES * b_desc.block_type.nbytes)
         tma.async_copy_global_to_shared(a_desc, [a_row0, k * BLOCK_K], ready.index(s), a_smem.index(s))
-        tma.async_copy_global_to_shared(b_desc, [b_row0, k * BLOCK_K], ready.index(s), b_smem.index(s))
+        for j in gl.static_range(B_TILES):
+            tma.async_copy_global_to_shared(b_desc, [b_row0 + j * b_row_step, k * BLOCK_K], ready.index(s),
+                                            b_smem.index(s * B_TILES + j))
 
 
 @gluon.jit

@@ -20,8 +20,10 @@ GEMM with the grouped path's contract:
                                       # GPU: rel-L2 against fp64, graph-timed against Triton
     python scripts/gluon_grouped_probe.py --compile-only     # any machine: sm_90 SASS facts
 
-``--ws`` adds ``gluon_grouped_down_ws_kernel`` (down warp-specialised: a producer warp, two
-consumer warpgroups on 128-row plan blocks; compiled for sm_90 without spills, not yet run).
+``--ws`` adds ``gluon_grouped_down_ws_kernel`` and ``gluon_grouped_gate_up_ws_kernel``
+(warp-specialised: a producer warp, two consumer warpgroups on 128-row plan blocks; gate/up
+quantises its 128-column group in the epilogue).  Compiled for sm_90: down without spills,
+gate/up with 4 spill instructions (scalars); not yet run.
 
 Measured at Mixtral TP2 M=8192 (tenth session, ``2026-11-30-s10/gluon.md``): Triton gate/up
 2582 us and down 1201; the Gluon kernels with cp.async row gathers 3027 / 1305, with plan-order
@@ -42,6 +44,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, warpgroup_mma, warpgroup_mma_wait
 
 from fp8_pingpong_probe import ws_fill_ring, ws_ring  # scripts/ is on the path when this script runs
+from fusedmoe._epilogue_kernels import SILU, glu, scale_of, to_e4m3
 from fusedmoe.paths._grouped_gluon_kernels import (BLOCK_K, K_STEP, _program_block, gluon_grouped_down_kernel,
                                                   gluon_grouped_gate_up_kernel, tile_desc)
 
@@ -158,9 +161,87 @@ def compile_only(gemm: str, group_m: int) -> dict:
     return row
 
 
-def compile_ws_down(group_m: int = 8, stages: int = 4) -> dict:
-    """``gluon_grouped_down_ws_kernel`` compiled for sm_90 here: its SASS facts, shared memory,
-    and the consumers' arrives in the PTX (one per consumer warpgroup, as its barrier counts)."""
+@gluon.jit
+def _ws_gate_up_loader(x_desc, w_desc, a_smem, w_smem, ready, empty, xs_ptr, ws_scale, q_ptr, qs_ptr, stride_q,
+                       stride_qs, a_row0, g_row0, nt, I, num_k):
+    """Producer warp: step k's x tile and its gate and up weight tiles (rows g_row0.. and
+    g_row0 + I..) into the ring once both consumers released the slot."""
+    ws_fill_ring(x_desc, w_desc, a_smem, w_smem, ready, empty, a_row0, g_row0, num_k, I, 2)
+
+
+@gluon.jit
+def _ws_gate_up_consume(a_smem, w_smem, ready, empty, xs_ptr, ws_scale, q_ptr, qs_ptr, stride_q, stride_qs, a_row0,
+                        nt, I, num_k, WG: gl.constexpr):
+    """Consumer warpgroup WG: plan rows a_row0 + WG*64 .. +64 of one 128-column group of I:
+    gate's and up's K-step partials one after the other (one alive at a time), each promoted;
+    then SiLU(g) * u quantised per row as ``quantize_rows`` does (the group is the tile)."""
+    STAGES: gl.constexpr = a_smem.type.shape[0]
+    BLOCK_N: gl.constexpr = w_smem.type.shape[1]
+    mma: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_N, 32])
+    gate = gl.zeros((64, BLOCK_N), dtype=gl.float32, layout=mma)
+    up = gl.zeros((64, BLOCK_N), dtype=gl.float32, layout=mma)
+    for k in range(num_k):
+        s = k % STAGES
+        mbarrier.wait(ready.index(s), (k // STAGES) & 1)
+        a = a_smem.index(s).slice(WG * 64, 64)
+        t_g = warpgroup_mma(a, w_smem.index(2 * s).permute((1, 0)),
+                            gl.zeros((64, BLOCK_N), dtype=gl.float32, layout=mma), use_acc=False, is_async=True)
+        gate += warpgroup_mma_wait(num_outstanding=0, deps=(t_g,))
+        t_u = warpgroup_mma(a, w_smem.index(2 * s + 1).permute((1, 0)),
+                            gl.zeros((64, BLOCK_N), dtype=gl.float32, layout=mma), use_acc=False, is_async=True)
+        up += warpgroup_mma_wait(num_outstanding=0, deps=(t_u,))
+        mbarrier.arrive(empty.index(s), count=1)  # this warpgroup's wgmmas are done with the slot
+    p = a_row0 + WG * 64 + gl.arange(0, 64, layout=gl.SliceLayout(1, mma))
+    n = nt * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, mma))
+    rs = gl.load(xs_ptr + p) * ws_scale
+    gate = gate * rs[:, None]
+    up = gl.where((n < I)[None, :], up * rs[:, None], 0.0)  # 0 past I: SiLU(g) * 0
+    h = glu(gate, up, SILU)
+    scale = scale_of(gl.max(gl.abs(h), axis=1))
+    gl.store(q_ptr + p.to(gl.int64)[:, None] * stride_q + n[None, :], to_e4m3(h, scale), mask=(n < I)[None, :])
+    gl.store(qs_ptr + p.to(gl.int64) * stride_qs + nt, scale)
+
+
+@gluon.jit
+def _ws_gate_up_consumer0(x_desc, w_desc, a_smem, w_smem, ready, empty, xs_ptr, ws_scale, q_ptr, qs_ptr, stride_q,
+                          stride_qs, a_row0, g_row0, nt, I, num_k):
+    if num_k > 0:
+        _ws_gate_up_consume(a_smem, w_smem, ready, empty, xs_ptr, ws_scale, q_ptr, qs_ptr, stride_q, stride_qs, a_row0,
+                            nt, I, num_k, 0)
+
+
+@gluon.jit
+def _ws_gate_up_consumer1(x_desc, w_desc, a_smem, w_smem, ready, empty, xs_ptr, ws_scale, q_ptr, qs_ptr, stride_q,
+                          stride_qs, a_row0, g_row0, nt, I, num_k):
+    if num_k > 0:
+        _ws_gate_up_consume(a_smem, w_smem, ready, empty, xs_ptr, ws_scale, q_ptr, qs_ptr, stride_q, stride_qs, a_row0,
+                            nt, I, num_k, 1)
+
+
+@gluon.jit
+def gluon_grouped_gate_up_ws_kernel(x_desc, xs_ptr, w_desc, ws_ptr, block_expert_ptr, num_blocks_ptr, q_ptr, qs_ptr,
+                                    H, I, stride_q, stride_qs,
+                                    GROUP_M: gl.constexpr, STAGES: gl.constexpr, num_warps: gl.constexpr):
+    """``gluon_grouped_gate_up_kernel``'s SwiGLU output on 128-row plan blocks and 128-column
+    groups, warp-specialised as the down above, quantised in the epilogue: q [P, I] e4m3 and
+    qs [P, cdiv(I, 128)] (``quantize_rows``'s layout), rows past num_blocks left unwritten."""
+    BLOCK_M: gl.constexpr = x_desc.block_type.shape[0]
+    BLOCK_N: gl.constexpr = w_desc.block_type.shape[0]
+    gl.static_assert((BLOCK_M == 128) & (BLOCK_N == BLOCK_K) & (num_warps == 4))
+    b, nt, e = _program_block(gl.cdiv(I, BLOCK_N), block_expert_ptr, num_blocks_ptr, GROUP_M)
+    num_k = gl.where(e >= 0, gl.cdiv(H, BLOCK_K), 0)
+    ws_scale = gl.load(ws_ptr + gl.maximum(e, 0))
+    a_smem, w_smem, ready, empty = ws_ring(x_desc, w_desc, STAGES, 2)
+    args = (x_desc, w_desc, a_smem, w_smem, ready, empty, xs_ptr, ws_scale, q_ptr, qs_ptr, stride_q, stride_qs,
+            b * BLOCK_M, e * 2 * I + nt * BLOCK_N, nt, I, num_k)
+    gl.warp_specialize([(_ws_gate_up_consumer0, args), (_ws_gate_up_consumer1, args), (_ws_gate_up_loader, args)],
+                       [4, 1], [WS_CONSUMER_REGS, WS_LOADER_REGS])
+
+
+def compile_ws(gemm: str, group_m: int = 8, stages: int = 4) -> dict:
+    """The warp-specialised ``gemm`` ('down' or 'gate_up') compiled for sm_90 here: its SASS
+    facts, shared memory, and the consumers' arrives in the PTX (one per consumer warpgroup,
+    as its barrier counts)."""
     import re
 
     from triton.backends.compiler import GPUTarget
@@ -169,19 +250,26 @@ def compile_ws_down(group_m: int = 8, stages: int = 4) -> dict:
     from compile_check import sass_facts
     from fusedmoe.paths._grouped_gluon_kernels import tile_layout
 
-    def desc(rows):
-        return f"tensordesc<fp8e4nv[{rows}, {K_STEP}],{tile_layout(rows)!r}>"
-    sig = {"a_desc": desc(128), "as_ptr": "*fp32", "w_desc": desc(128), "ws_ptr": "*fp32", "routes_ptr": "*i32",
-           "block_expert_ptr": "*i32", "num_blocks_ptr": "*i32", "y_ptr": "*bf16", "H": "i32", "I": "i32",
-           "stride_as": "i32", "stride_y": "i32", "GROUP_M": "constexpr", "STAGES": "constexpr",
-           "num_warps": "constexpr"}
+    desc = f"tensordesc<fp8e4nv[128, {K_STEP}],{tile_layout(128)!r}>"
+    if gemm == "down":
+        kernel = gluon_grouped_down_ws_kernel
+        sig = {"a_desc": desc, "as_ptr": "*fp32", "w_desc": desc, "ws_ptr": "*fp32", "routes_ptr": "*i32",
+               "block_expert_ptr": "*i32", "num_blocks_ptr": "*i32", "y_ptr": "*bf16", "H": "i32", "I": "i32",
+               "stride_as": "i32", "stride_y": "i32"}
+    else:
+        kernel = gluon_grouped_gate_up_ws_kernel
+        sig = {"x_desc": desc, "xs_ptr": "*fp32", "w_desc": desc, "ws_ptr": "*fp32", "block_expert_ptr": "*i32",
+               "num_blocks_ptr": "*i32", "q_ptr": "*fp8e4nv", "qs_ptr": "*fp32", "H": "i32", "I": "i32",
+               "stride_q": "i32", "stride_qs": "i32"}
+    sig.update(GROUP_M="constexpr", STAGES="constexpr", num_warps="constexpr")
     names = list(sig)  # as the JIT specialises real shapes (compile_check.compile_gluon's attributes)
     attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in names
-             if n.endswith("_ptr") or n in ("H", "I", "stride_y")}
-    src = GluonASTSource(gluon_grouped_down_ws_kernel, sig, dict(GROUP_M=group_m, STAGES=stages, num_warps=4), attrs)
-    kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=4, maxnreg=WS_MAXNREG))
-    row = dict(gemm="down_ws", group_m=group_m, **sass_facts(kernel.asm["cubin"]), shared_bytes=kernel.metadata.shared,
-               consumer_arrives=len(re.findall(r"mbarrier\.arrive\.shared", kernel.asm["ptx"])))
+             if n.endswith("_ptr") or n in ("H", "I", "stride_y", "stride_q")}
+    src = GluonASTSource(kernel, sig, dict(GROUP_M=group_m, STAGES=stages, num_warps=4), attrs)
+    compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=4, maxnreg=WS_MAXNREG))
+    row = dict(gemm=gemm + "_ws", group_m=group_m, stages=stages, **sass_facts(compiled.asm["cubin"]),
+               shared_bytes=compiled.metadata.shared,
+               consumer_arrives=len(re.findall(r"mbarrier\.arrive\.shared", compiled.asm["ptx"])))
     print(row, flush=True)
     return row
 
@@ -271,9 +359,9 @@ def run_gpu(gemms: list[str], names: list[str], tokens: list[int], group_m: int 
                 if gemm == "gate_up":
                     calls["gluon_gemm"] = calls["gluon"][1]
                     calls["gluon"] = calls["gluon"][0]
-                elif with_ws:
-                    calls["gluon_ws"] = _gluon_ws_down_call(plans[128], a, a_s, w, ws, r, hidden, inter,
-                                                            ws_group, g_tile.num_stages)
+                if with_ws:
+                    calls["gluon_ws"] = (_gluon_ws_down_call if gemm == "down" else _gluon_ws_gate_up_call)(
+                        plans[128], a, a_s, w, ws, r, top_k, hidden, inter, ws_group, g_tile.num_stages)
                 for impl, (call, out_of) in calls.items():
                     us = _graph_us(call)
                     err = _rel_l2(out_of(), ref)
@@ -392,7 +480,35 @@ def _gluon_call(gemm, plan, a, a_s, w_desc, ws, r, top_k, hidden, inter, bn, blo
     return (with_requant, lambda: to_routes(_dequantise(*out["q"]))), (gemm_only, lambda: to_routes(act))
 
 
-def _gluon_ws_down_call(plan, a, a_s, w, ws, r, hidden, inter, group_m, stages):
+def _gluon_ws_gate_up_call(plan, a, a_s, w, ws, r, top_k, hidden, inter, group_m, stages):
+    """(launch, SwiGLU output in route order, dequantised) of x's gather into plan order and
+    ``gluon_grouped_gate_up_ws_kernel`` (128-row plan blocks, 128-column groups of I)."""
+    import torch
+
+    from fusedmoe.paths.grouped import gather_plan_rows
+
+    rows = plan.sorted_routes.numel()
+    held = (plan.sorted_routes >= 0).nonzero().view(-1)
+    routes = plan.sorted_routes[held].long()
+    q = torch.empty(rows, inter, device=a.device, dtype=torch.float8_e4m3fn)
+    qs = torch.empty(rows, triton.cdiv(inter, K_STEP), device=a.device, dtype=torch.float32)
+    w_desc = tile_desc(w.view(-1, hidden), 128)
+    grid = (plan.block_expert.numel() * triton.cdiv(inter, 128),)
+
+    def call():
+        x_plan, xs_plan = gather_plan_rows(a, a_s, plan, top_k)
+        gluon_grouped_gate_up_ws_kernel[grid](
+            tile_desc(x_plan, 128), xs_plan, w_desc, ws, plan.block_expert, plan.num_blocks, q, qs, hidden, inter,
+            q.stride(0), qs.stride(0), GROUP_M=group_m, STAGES=stages, num_warps=4, maxnreg=WS_MAXNREG)
+
+    def out():
+        got = torch.empty(r, inter, device=a.device, dtype=torch.float64)
+        got[routes] = _dequantise(q, qs)[held]
+        return got
+    return call, out
+
+
+def _gluon_ws_down_call(plan, a, a_s, w, ws, r, top_k, hidden, inter, group_m, stages):
     """(launch, y in route order) of ``gluon_grouped_down_ws_kernel`` (128-row plan blocks, 128
     columns of H per program), its input put in plan order before, as ``_gluon_call``'s down."""
     import torch
@@ -435,7 +551,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--scale-ahead", default="1",
                     help="down: the Gluon kernel once per SCALE_AHEAD value (1, 2; e.g. 1,2)")
     ap.add_argument("--ws", action="store_true",
-                    help="down: also gluon_grouped_down_ws_kernel (warp-specialised, 128-row plan blocks)")
+                    help="also the warp-specialised kernels (gluon_grouped_*_ws_kernel, 128-row plan blocks)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     aheads = tuple(int(v) for v in args.scale_ahead.split(","))
@@ -445,7 +561,7 @@ def main(argv: list[str]) -> int:
     if args.compile_only:
         rows = [compile_only(g, group) for g in gemms for group in (1, 8)]
         if args.ws:
-            rows.append(compile_ws_down())
+            rows += [compile_ws(g) for g in gemms]
     else:
         rows = run_gpu(gemms, args.shapes.split(","), [int(t) for t in args.tokens.split(",")], args.group_m, aheads,
                        args.ws)
