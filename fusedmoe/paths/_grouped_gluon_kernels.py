@@ -43,6 +43,8 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
+from .._epilogue_kernels import SILU, glu
+
 K_STEP = 128                     # columns per K step: one promotion, one activation scale (down)
 BLOCK_K = gl.constexpr(K_STEP)   # the same, for the kernels
 
@@ -237,9 +239,7 @@ def gluon_grouped_gate_up_kernel(x_desc, xs_ptr, w_desc, ws_ptr, block_expert_pt
 
     p = b * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, mma))
     s = gl.load(xs_ptr + p) * gl.load(ws_ptr + e)
-    gate = gate * s[:, None]
-    up = up * s[:, None]
-    h = gl.div_rn(gate, 1.0 + gl.exp(-gate)) * up
+    h = glu(gate * s[:, None], up * s[:, None], SILU)
     n = nt * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, mma))
     gl.store(act_ptr + p.to(gl.int64)[:, None] * stride_act + n[None, :], h.to(act_ptr.dtype.element_ty),
              mask=(n < I)[None, :])
