@@ -79,16 +79,7 @@ def _ws_down_loader(a_desc, w_desc, a_smem, w_smem, ready, empty, as_ptr, stride
 def _ws_down_consume(a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr, stride_y, ws_scale,
                      a_row0, col0, H, num_k, WG: gl.constexpr):
     """Consumer warpgroup WG: plan rows a_row0 + WG*64 .. +64, each K step's partial promoted
-    with the rows' activation scale for the step (loaded two steps ahead), then y in route order;
-    nothing for a block past num_blocks (num_k 0)."""
-    if num_k > 0:
-        _ws_down_rows(a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr, stride_y, ws_scale, a_row0,
-                      col0, H, num_k, WG)
-
-
-@gluon.jit
-def _ws_down_rows(a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr, stride_y, ws_scale,
-                  a_row0, col0, H, num_k, WG: gl.constexpr):
+    with the rows' activation scale for the step (loaded two steps ahead), then y in route order."""
     STAGES: gl.constexpr = a_smem.type.shape[0]
     BLOCK_N: gl.constexpr = w_smem.type.shape[1]
     mma: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_N, 32])
@@ -117,15 +108,17 @@ def _ws_down_rows(a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y
 @gluon.jit
 def _ws_down_consumer0(a_desc, w_desc, a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr, stride_y,
                        ws_scale, a_row0, w_row0, col0, H, num_k):
-    _ws_down_consume(a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr, stride_y, ws_scale, a_row0,
-                     col0, H, num_k, 0)
+    if num_k > 0:  # a block past num_blocks: nothing
+        _ws_down_consume(a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr, stride_y, ws_scale,
+                         a_row0, col0, H, num_k, 0)
 
 
 @gluon.jit
 def _ws_down_consumer1(a_desc, w_desc, a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr, stride_y,
                        ws_scale, a_row0, w_row0, col0, H, num_k):
-    _ws_down_consume(a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr, stride_y, ws_scale, a_row0,
-                     col0, H, num_k, 1)
+    if num_k > 0:
+        _ws_down_consume(a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr, stride_y, ws_scale,
+                         a_row0, col0, H, num_k, 1)
 
 
 @gluon.jit
@@ -433,6 +426,27 @@ def _triton_call(gemm, cfg, plan, a, a_s, w, ws, r, top_k, hidden, inter, down_k
     return call, lambda: _dequantise(*out["q"])
 
 
+def _plan_order(t, plan):
+    """Route-ordered rows t [R, C] in the plan's order: [P, C], zeros on padding rows (what
+    gate/up writes for down, in the library)."""
+    import torch
+
+    held = (plan.sorted_routes >= 0).nonzero().view(-1)
+    out = torch.zeros(plan.sorted_routes.numel(), t.shape[1], device=t.device, dtype=t.dtype)
+    out[held] = t[plan.sorted_routes[held].long()]
+    return out
+
+
+def _route_order(plan_rows, plan, r: int):
+    """Plan-ordered rows [P, C] back in route order: [r, C]."""
+    import torch
+
+    held = (plan.sorted_routes >= 0).nonzero().view(-1)
+    out = torch.empty(r, plan_rows.shape[1], device=plan_rows.device, dtype=plan_rows.dtype)
+    out[plan.sorted_routes[held].long()] = plan_rows[held]
+    return out
+
+
 def _gluon_call(gemm, plan, a, a_s, w_desc, ws, r, top_k, hidden, inter, bn, block_m, group_m, stages, warps,
                 scale_ahead=1):
     """(launch, output in route order) of the Gluon kernel; for gate/up ((gather + GEMM +
@@ -443,21 +457,10 @@ def _gluon_call(gemm, plan, a, a_s, w_desc, ws, r, top_k, hidden, inter, bn, blo
     from fusedmoe.paths.grouped import gather_plan_rows
 
     grid = plan.block_expert.numel()
-    rows = plan.sorted_routes.numel()
-    held = (plan.sorted_routes >= 0).nonzero().view(-1)
-    routes = plan.sorted_routes[held].long()
-
-    def to_routes(plan_rows):  # plan order -> route order
-        out = torch.empty(r, plan_rows.shape[1], device=plan_rows.device, dtype=plan_rows.dtype)
-        out[routes] = plan_rows[held]
-        return out
     if gemm == "down":
         y = torch.empty(r, hidden, device=a.device, dtype=torch.bfloat16)
-        a_plan = torch.zeros(rows, inter, device=a.device, dtype=a.dtype)
-        a_plan[held] = a[routes]
-        as_plan = torch.zeros(rows, a_s.shape[1], device=a.device, dtype=a_s.dtype)
-        as_plan[held] = a_s[routes]
-        a_desc = tile_desc(a_plan, block_m)
+        as_plan = _plan_order(a_s, plan)
+        a_desc = tile_desc(_plan_order(a, plan), block_m)
 
         def call():
             gluon_grouped_down_kernel[(grid * triton.cdiv(hidden, bn),)](
@@ -465,7 +468,7 @@ def _gluon_call(gemm, plan, a, a_s, w_desc, ws, r, top_k, hidden, inter, bn, blo
                 as_plan.stride(0), y.stride(0), GROUP_M=group_m, STAGES=stages, num_warps=warps,
                 SCALE_AHEAD=scale_ahead)
         return call, lambda: y
-    act = torch.empty(rows, inter, device=a.device, dtype=torch.float32)
+    act = torch.empty(plan.sorted_routes.numel(), inter, device=a.device, dtype=torch.float32)
     out = {}
 
     def gemm_only():
@@ -477,7 +480,8 @@ def _gluon_call(gemm, plan, a, a_s, w_desc, ws, r, top_k, hidden, inter, bn, blo
     def with_requant():
         gemm_only()
         out["q"] = _requantise(act)
-    return (with_requant, lambda: to_routes(_dequantise(*out["q"]))), (gemm_only, lambda: to_routes(act))
+    return ((with_requant, lambda: _route_order(_dequantise(*out["q"]), plan, r)),
+            (gemm_only, lambda: _route_order(act, plan, r)))
 
 
 def _gluon_ws_gate_up_call(plan, a, a_s, w, ws, r, top_k, hidden, inter, group_m, stages):
@@ -488,8 +492,6 @@ def _gluon_ws_gate_up_call(plan, a, a_s, w, ws, r, top_k, hidden, inter, group_m
     from fusedmoe.paths.grouped import gather_plan_rows
 
     rows = plan.sorted_routes.numel()
-    held = (plan.sorted_routes >= 0).nonzero().view(-1)
-    routes = plan.sorted_routes[held].long()
     q = torch.empty(rows, inter, device=a.device, dtype=torch.float8_e4m3fn)
     qs = torch.empty(rows, triton.cdiv(inter, K_STEP), device=a.device, dtype=torch.float32)
     w_desc = tile_desc(w.view(-1, hidden), 128)
@@ -500,12 +502,7 @@ def _gluon_ws_gate_up_call(plan, a, a_s, w, ws, r, top_k, hidden, inter, group_m
         gluon_grouped_gate_up_ws_kernel[grid](
             tile_desc(x_plan, 128), xs_plan, w_desc, ws, plan.block_expert, plan.num_blocks, q, qs, hidden, inter,
             q.stride(0), qs.stride(0), GROUP_M=group_m, STAGES=stages, num_warps=4, maxnreg=WS_MAXNREG)
-
-    def out():
-        got = torch.empty(r, inter, device=a.device, dtype=torch.float64)
-        got[routes] = _dequantise(q, qs)[held]
-        return got
-    return call, out
+    return call, lambda: _route_order(_dequantise(q, qs), plan, r)
 
 
 def _gluon_ws_down_call(plan, a, a_s, w, ws, r, top_k, hidden, inter, group_m, stages):
@@ -513,14 +510,9 @@ def _gluon_ws_down_call(plan, a, a_s, w, ws, r, top_k, hidden, inter, group_m, s
     columns of H per program), its input put in plan order before, as ``_gluon_call``'s down."""
     import torch
 
-    held = (plan.sorted_routes >= 0).nonzero().view(-1)
-    routes = plan.sorted_routes[held].long()
     y = torch.empty(r, hidden, device=a.device, dtype=torch.bfloat16)
-    a_plan = torch.zeros(plan.sorted_routes.numel(), inter, device=a.device, dtype=a.dtype)
-    a_plan[held] = a[routes]
-    as_plan = torch.zeros(plan.sorted_routes.numel(), a_s.shape[1], device=a.device, dtype=a_s.dtype)
-    as_plan[held] = a_s[routes]
-    a_desc, w_desc = tile_desc(a_plan, 128), tile_desc(w.view(-1, inter), 128)
+    as_plan = _plan_order(a_s, plan)
+    a_desc, w_desc = tile_desc(_plan_order(a, plan), 128), tile_desc(w.view(-1, inter), 128)
     grid = (plan.block_expert.numel() * triton.cdiv(hidden, 128),)
 
     def call():
