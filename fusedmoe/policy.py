@@ -302,9 +302,8 @@ def routes_per_active_expert(m: int, top_k: int, num_experts: int) -> float:
 #   0.22 GB, tied); DeepSeek-V3 M=16 holds 4.5 GB.  The bound sits between, near the geometric
 #   mean (no layer between them has been measured).
 # - Top-1 layers at 8 < M <= 16 take the M <= 8 sharing limits (the FP8 byte bound above still
-#   applies): what costs route-direct is routes, and
-#   they have no more than 16, as a top-2 layer at M=8 (2026-12-01/top1, three top-1 layers
-#   that are not held out, both paths forced): at 1.55 routes per active expert, M=16,
+#   applies): what costs route-direct is routes, and they have no more than 16, as a top-2
+#   layer at M=8 (2026-12-01/top1, three top-1 layers that are not held out, both paths forced): at 1.55 routes per active expert, M=16,
 #   route-direct ran 23.4 / 34.3 us against grouped's 32.7 / 38.7 (E=16, H 2048, I 768,
 #   fp8_tensor / bf16) and tied at E=16, H 4096, I 2048 (85.5 / 133.6 against 84.1 / 135.8);
 #   at M=32 (2.29) grouped won both by 8-43%.  The held-out Llama-4-Scout TP8 (2026-11-30-s9/
