@@ -184,9 +184,9 @@ def _ws_loader(a_desc, b_desc, a_smem, b_smem, ready, empty, c_ptr, off_m, off_n
 
 
 @gluon.jit
-def _ws_sub_step(a, b_slot, acc, j: gl.constexpr, SUB_N: gl.constexpr, layout: gl.constexpr):
-    """acc + the K step's product with columns j*SUB_N.. of the slot's B tile: a fresh partial,
-    waited for, then added in fp32 (the promotion)."""
+def ws_promoted_step(a, b_slot, acc, j: gl.constexpr, SUB_N: gl.constexpr, layout: gl.constexpr):
+    """acc + the K step's product with rows j*SUB_N.. of the slot's B tile: a fresh partial,
+    waited for, then added in fp32 (the promotion).  (Shared with gluon_grouped_probe.py.)"""
     b = b_slot.slice(j * SUB_N, SUB_N).permute((1, 0))
     tok = warpgroup_mma(a, b, gl.zeros(acc.shape, dtype=gl.float32, layout=layout), use_acc=False, is_async=True)
     return acc + warpgroup_mma_wait(num_outstanding=0, deps=(tok,))
@@ -219,9 +219,9 @@ def _ws_consume(a_smem, b_smem, ready, empty, c_ptr, off_m, off_n, M, N, num_k, 
         s = k % STAGES
         mbarrier.wait(ready.index(s), (k // STAGES) & 1)
         a = a_smem.index(s).slice(WG * 64, 64)
-        acc0 = _ws_sub_step(a, b_smem.index(s), acc0, 0, SUB_N, layout)
+        acc0 = ws_promoted_step(a, b_smem.index(s), acc0, 0, SUB_N, layout)
         if PARTS > 1:
-            acc1 = _ws_sub_step(a, b_smem.index(s), acc1, 1, SUB_N, layout)
+            acc1 = ws_promoted_step(a, b_smem.index(s), acc1, 1, SUB_N, layout)
         mbarrier.arrive(empty.index(s), count=1)  # the warpgroup's wgmmas are done with the slot
     _ws_store(c_ptr, acc0, off_m + WG * 64, off_n, M, N, stride_cm)
     if PARTS > 1:

@@ -43,7 +43,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, warpgroup_mma, warpgroup_mma_wait
 
-from fp8_pingpong_probe import ws_fill_ring, ws_ring  # scripts/ is on the path when this script runs
+from fp8_pingpong_probe import ws_fill_ring, ws_promoted_step, ws_ring  # scripts/ is on the path when this script runs
 from fusedmoe._epilogue_kernels import SILU, glu, scale_of, to_e4m3
 from fusedmoe.paths._grouped_gluon_kernels import (BLOCK_K, K_STEP, _program_block, gluon_grouped_down_kernel,
                                                   gluon_grouped_gate_up_kernel, tile_desc)
@@ -177,12 +177,8 @@ def _ws_gate_up_consume(a_smem, w_smem, ready, empty, xs_ptr, ws_scale, q_ptr, q
         s = k % STAGES
         mbarrier.wait(ready.index(s), (k // STAGES) & 1)
         a = a_smem.index(s).slice(WG * 64, 64)
-        t_g = warpgroup_mma(a, w_smem.index(2 * s).permute((1, 0)),
-                            gl.zeros((64, BLOCK_N), dtype=gl.float32, layout=mma), use_acc=False, is_async=True)
-        gate += warpgroup_mma_wait(num_outstanding=0, deps=(t_g,))
-        t_u = warpgroup_mma(a, w_smem.index(2 * s + 1).permute((1, 0)),
-                            gl.zeros((64, BLOCK_N), dtype=gl.float32, layout=mma), use_acc=False, is_async=True)
-        up += warpgroup_mma_wait(num_outstanding=0, deps=(t_u,))
+        gate = ws_promoted_step(a, w_smem.index(2 * s), gate, 0, BLOCK_N, mma)
+        up = ws_promoted_step(a, w_smem.index(2 * s + 1), up, 0, BLOCK_N, mma)
         mbarrier.arrive(empty.index(s), count=1)  # this warpgroup's wgmmas are done with the slot
     p = a_row0 + WG * 64 + gl.arange(0, 64, layout=gl.SliceLayout(1, mma))
     n = nt * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, mma))
