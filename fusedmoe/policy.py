@@ -85,19 +85,29 @@ class RouteDirectConfig:
     down_tiles: int = 1
 
 
-# The Gluon kernels' one tile set: BLOCK_M 64 in one warpgroup (4 warps), a ring of 4 slots of
-# 24 KB, so two CTAs fit per SM (144-151 registers, compiled for sm_90), one hiding the
-# other's waits.  BLOCK_M 128 (8 warps, one CTA per SM) ran 1.02-1.43x the time of 64 in every
-# probe case and lost every tuner case (tenth session): gone.
-GLUON_BLOCK_M, GLUON_WARPS, GLUON_STAGES = 64, 4, 4
+# The Gluon kernels' tile sets, by BLOCK_M:
+# - 64: one warpgroup (4 warps), a ring of 4 slots of 24 KB, so two CTAs fit per SM (144-151
+#   registers, compiled for sm_90), one hiding the other's waits.  (BLOCK_M 128 in one CTA of 8
+#   warps ran 1.02-1.43x the time of 64 in every probe case: tenth session.)
+# - 128: warp-specialised (a producer warp for the TMA loads and two consumer warpgroups of 64
+#   rows, one CTA per SM; ``_grouped_gluon_kernels``), its down tile 256 columns wide (as two
+#   sub-tiles of 128).  In the probe (twelfth session, down us against the best other kernel):
+#   Mixtral TP2 M=2048 / 8192 247 / 822 against 322 / 1206, GPT-OSS TP4 337 against 391 at
+#   M=8192, Qwen3-30B 388 against 408 (128 columns: 965, 394, 465); its gate/up (64 columns
+#   each of gate and up) 2143 against 2558 at Mixtral M=8192, slower at short K (GPT-OSS).
+#   Six ring slots instead of four: no faster.
+GLUON_BLOCK_MS, GLUON_STAGES = (64, 128), 4
 
 
-def gluon_grouped_config(group_m: int = 1) -> GroupedConfig:
-    """The Gluon kernels' tiles: BLOCK_M 64, one 16-row MMA slice per warp, gate/up tiles of 64
-    columns each of gate and up, down tiles of 128, K steps of 128 (promoted every 128), a ring
-    of GLUON_STAGES slots."""
-    return GroupedConfig(GLUON_BLOCK_M, Tile(64, 128, GLUON_WARPS, GLUON_STAGES),
-                         Tile(128, 128, GLUON_WARPS, GLUON_STAGES), group_m, 128, gluon=True)
+def gluon_grouped_config(group_m: int = 1, block_m: int = 64) -> GroupedConfig:
+    """The Gluon kernels' tiles at BLOCK_M 64 or 128 (GLUON_BLOCK_MS): gate/up tiles of 64
+    columns each of gate and up, K steps of 128 (promoted every 128), a ring of GLUON_STAGES
+    slots; at 64, 4 MMA warps and down tiles of 128 columns; at 128, 8 (two consumer
+    warpgroups; the Triton kernels that run these tiles where Gluon does not take 8 warps too)
+    and down tiles of 256."""
+    warps, down_n = (4, 128) if block_m == 64 else (8, 256)
+    return GroupedConfig(block_m, Tile(64, 128, warps, GLUON_STAGES), Tile(down_n, 128, warps, GLUON_STAGES),
+                         group_m, 128, gluon=True)
 
 
 def grouped_block_m(num_routes: int, num_experts: int) -> int:
@@ -353,8 +363,9 @@ def legal(path: str, cfg: GroupedConfig | RouteDirectConfig, fmt: str) -> bool:
                                                and all(128 % t.block_k == 0 and t.block_k >= 32 for t in tiles))
         promote_ok = cfg.fp8_promote_k == 0 or cfg.fp8_promote_k in (32, 64, 128) and (
             fmt not in FP8_FORMATS or all(t.block_k >= cfg.fp8_promote_k for t in tiles))
-        # the Gluon kernels: fp8_tensor, exactly their tile set (gluon_grouped_config)
-        gluon_ok = not cfg.gluon or (fmt == "fp8_tensor" and cfg == gluon_grouped_config(cfg.group_m))
+        # the Gluon kernels: fp8_tensor, exactly one of their tile sets (gluon_grouped_config)
+        gluon_ok = not cfg.gluon or (fmt == "fp8_tensor" and cfg.block_m in GLUON_BLOCK_MS
+                                     and cfg == gluon_grouped_config(cfg.group_m, cfg.block_m))
         return (pow2 and scaled_ok and promote_ok and gluon_ok and cfg.block_m >= 16
                 and all(t.block_k >= 16 and t.block_n >= 16 for t in tiles)
                 and all(t.split_k == 1 for t in tiles) and cfg.group_m >= 1)

@@ -43,7 +43,8 @@ MAX_REL_L2 = 0.01
 def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
     """(field, value) moves of the coordinate descent: 'gate_up'/'down' tiles, 'block_m',
     'group_m', route-direct 'pdl' and 'down_tiles', grouped FP8 'block_m+gate_up' (both at
-    once: value (BLOCK_M, gate/up tile)), grouped fp8_tensor 'gluon' (value: on or off)."""
+    once: value (BLOCK_M, gate/up tile)), grouped fp8_tensor 'gluon' (value: the Gluon tile set's
+    BLOCK_M, or False: off)."""
     fp8 = fmt in FP8_FORMATS
     if path == "route_direct":
         # PDL first: the tiles are then tuned with the launch mode they will run under, and the
@@ -91,14 +92,14 @@ def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
         # one-field descent cannot reach
         for bm, warps, stages in itertools.product((32, 64), (4, 8), (3, 4)):
             yield "block_m+gate_up", (bm, policy.Tile(64, 128, warps, stages))
-    if fmt == "fp8_tensor":  # the Gluon kernels (their own tiles), or not
-        for on in (False, True):
-            yield "gluon", on
+    if fmt == "fp8_tensor":  # the Gluon kernels (their own tiles, by BLOCK_M), or not
+        for value in (False, *policy.GLUON_BLOCK_MS):
+            yield "gluon", value
 
 
 def apply(cfg, field: str, value, promote_k: int | None = None):
     """``cfg`` with one field replaced, or BLOCK_M and gate/up for 'block_m+gate_up', or the
-    Gluon kernels' config for 'gluon' (False: off, tiles kept) (grouped
+    Gluon kernels' config at BLOCK_M ``value`` for 'gluon' (False: off, tiles kept) (grouped
     tiles swap A and B exactly below 64 rows, and
     promote FP8 sums at most every BLOCK_K columns: every min(promote_k, BLOCK_K) columns when
     ``promote_k`` (descent's interval: the rule's at the case's M, ``promote_rule``) is given, so
@@ -106,8 +107,8 @@ def apply(cfg, field: str, value, promote_k: int | None = None):
     down_tiles 1)."""
     if field == "block_m+gate_up":
         cfg = dataclasses.replace(cfg, block_m=value[0], gate_up=value[1])
-    elif field == "gluon":  # value: the Gluon kernels' tiles, or False: the Triton kernels (same tiles)
-        cfg = policy.gluon_grouped_config(cfg.group_m) if value else dataclasses.replace(cfg, gluon=False)
+    elif field == "gluon":  # value: the BLOCK_M of the Gluon kernels' tiles, or False: Triton's (same tiles)
+        cfg = policy.gluon_grouped_config(cfg.group_m, value) if value else dataclasses.replace(cfg, gluon=False)
     else:
         cfg = dataclasses.replace(cfg, **{field: value})
     if isinstance(cfg, policy.RouteDirectConfig):

@@ -27,11 +27,11 @@ from triton.compiler import ASTSource
 from fusedmoe._epilogue_kernels import _combine_kernel, _quantize_rows_kernel, _quantize_whole_rows_kernel, _swiglu_kernel
 from fusedmoe._plan_kernels import _plan_single_kernel
 from fusedmoe.paths._grouped_kernels import gather_plan_rows_kernel, grouped_down_kernel, grouped_gate_up_kernel
-from fusedmoe.paths._grouped_gluon_kernels import (K_STEP, gluon_grouped_down_kernel, gluon_grouped_gate_up_kernel,
-                                                  tile_layout)
+from fusedmoe.paths._grouped_gluon_kernels import K_STEP, tile_layout
 from fusedmoe.paths._route_direct_kernels import (route_down_kernel, route_down_mma_kernel, route_gate_up_kernel,
                                                   route_gate_up_mma_kernel)
-from fusedmoe.policy import gluon_grouped_config
+from fusedmoe.paths.grouped import gluon_kernels
+from fusedmoe.policy import GLUON_BLOCK_MS, gluon_grouped_config
 
 TARGET = GPUTarget("cuda", 90, 32)
 CUOBJDUMP = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
@@ -209,37 +209,36 @@ def sass_facts(cubin: bytes) -> dict:
                 pdl_wait_first=launch_at < 0 or 0 <= wait_at < launch_at)
 
 
-def compile_gluon(gemm: str, group_m: int = 1, scale_ahead: int = 1):
+def compile_gluon(gemm: str, group_m: int = 1, block_m: int = 64):
     """A Gluon grouped GEMM ('gate_up' or 'down') compiled for sm_90 with the tiles of
-    ``policy.gluon_grouped_config``; returns (compiled kernel, ptxas's stdout+stderr on
-    its PTX, where a serialised wgmma shows as warning C7514)."""
+    ``policy.gluon_grouped_config`` at ``block_m`` (128: the warp-specialised kernel), launched
+    as ``grouped.gluon_kernels`` says; returns (compiled kernel, ptxas's stdout+stderr on its
+    PTX, where a serialised wgmma shows as warning C7514)."""
     from triton.experimental.gluon._runtime import GluonASTSource
 
-    cfg = gluon_grouped_config(group_m)
-    block_m = cfg.block_m
+    cfg = gluon_grouped_config(group_m, block_m)
     tile = cfg.gate_up if gemm == "gate_up" else cfg.down
+    gate_up_kernel, down_kernel, launch = gluon_kernels(cfg)
 
     def desc(rows):
         return f"tensordesc<fp8e4nv[{rows}, {K_STEP}],{tile_layout(rows)!r}>"
     common = {"w_desc": desc(tile.block_n), "ws_ptr": "*fp32"}
     if gemm == "down":
-        kernel = gluon_grouped_down_kernel
+        kernel = down_kernel
         sig = {"a_desc": desc(block_m), "as_ptr": "*fp32", **common, "routes_ptr": "*i32", "block_expert_ptr": "*i32",
                "num_blocks_ptr": "*i32", "y_ptr": "*bf16", "H": "i32", "I": "i32", "stride_as": "i32",
-               "stride_y": "i32", "SCALE_AHEAD": "constexpr"}
+               "stride_y": "i32"}
     else:
-        kernel = gluon_grouped_gate_up_kernel
+        kernel = gate_up_kernel
         sig = {"x_desc": desc(block_m), "xs_ptr": "*fp32", **common, "block_expert_ptr": "*i32",
                "num_blocks_ptr": "*i32", "act_ptr": "*fp32", "H": "i32", "I": "i32", "stride_act": "i32"}
     sig.update(GROUP_M="constexpr", STAGES="constexpr", num_warps="constexpr")
     names = list(sig)  # as the JIT specialises real shapes: pointers aligned, sizes multiples of 16
     attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in names
              if n.endswith("_ptr") or n in ("H", "I", "stride_y", "stride_act")}  # stride_as: cdiv(I, 128)
-    constants = dict(GROUP_M=group_m, STAGES=tile.num_stages, num_warps=tile.num_warps)
-    if gemm == "down":
-        constants["SCALE_AHEAD"] = scale_ahead
+    constants = dict(GROUP_M=group_m, STAGES=tile.num_stages, num_warps=launch["num_warps"])
     src = GluonASTSource(kernel, sig, constants, attrs)
-    compiled = triton.compile(src, target=TARGET, options=dict(num_warps=tile.num_warps))
+    compiled = triton.compile(src, target=TARGET, options=launch)
     with tempfile.TemporaryDirectory() as d:
         (Path(d) / "k.ptx").write_text(compiled.asm["ptx"])
         ptxas = subprocess.run([str(CUOBJDUMP.parent / "ptxas"), "-arch=sm_90a", f"{d}/k.ptx", "-o", f"{d}/k.cubin"],
@@ -270,15 +269,15 @@ def main() -> int:
                              or (constexprs.get("PDL", False) and f["pdl_wait"] == 0) or not f["pdl_wait_first"]))
             for name, kernel, ptrs, constexprs, warps, needs_wgmma in CASES]
 
-    def gluon_facts(gemm: str, scale_ahead: int) -> dict:
-        compiled, ptxas = compile_gluon(gemm, group_m=8, scale_ahead=scale_ahead)
+    def gluon_facts(gemm: str, block_m: int) -> dict:
+        compiled, ptxas = compile_gluon(gemm, group_m=8, block_m=block_m)
         return dict(sass_facts(compiled.asm["cubin"]), serialised="C7514" in ptxas,
                     shared_bytes=compiled.metadata.shared)
-    # the Gluon grouped GEMMs (GroupedConfig.gluon): QGMMA, no spills, wgmma not serialised by
-    # ptxas; down also with its activation scales loaded two steps ahead (the probe's variant)
-    rows += [check(f"gluon grouped_{gemm}" + (f" scale_ahead={ahead}" if ahead > 1 else ""),
-                   lambda: gluon_facts(gemm, ahead), lambda f: f["qgmma"] == 0 or f["spill_ops"] > 0 or f["serialised"])
-             for gemm, ahead in (("gate_up", 1), ("down", 1), ("down", 2))]
+    # the Gluon grouped GEMMs (GroupedConfig.gluon), one-warpgroup (BLOCK_M 64) and
+    # warp-specialised (128): QGMMA, no spills, wgmma not serialised by ptxas
+    rows += [check(f"gluon grouped_{gemm} block_m={bm}", lambda: gluon_facts(gemm, bm),
+                   lambda f: f["qgmma"] == 0 or f["spill_ops"] > 0 or f["serialised"])
+             for gemm in ("gate_up", "down") for bm in GLUON_BLOCK_MS]
     ok = all(r["ok"] for r in rows)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))

@@ -42,11 +42,11 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository, for fusedmoe
+from fusedmoe.paths._grouped_gluon_kernels import (  # noqa: E402
+    WS_CONSUMER_REGS, WS_LOADER_REGS, WS_MAXNREG, ws_fill_ring, ws_ring)
+
 MODES = {"chain": 0, "wait": 1, "pingpong": 2, "ws": 3}  # ws: fp8_gemm_ws_kernel
-# registers per thread of fp8_gemm_ws_kernel's partitions: the producer warp takes the least
-# setmaxnreg allows; the worker consumer warpgroup about what the default one gets of the rest
-WS_LOADER_REGS = gl.constexpr(24)
-WS_CONSUMER_REGS = gl.constexpr(232)
 # (M, N, K): rows per expert x gate/up or down of a grouped layer at large M
 SHAPES = {"mixtral_gate_up": (2048, 14336, 4096), "mixtral_down": (2048, 4096, 7168),
           "qwen3_gate_up": (1024, 1536, 2048), "square": (4096, 4096, 4096)}
@@ -141,42 +141,6 @@ def fp8_gemm_kernel(a_desc, b_desc, c_ptr, M, N, K, stride_cm,
 
 
 @gluon.jit
-def ws_ring(a_desc, b_desc, STAGES: gl.constexpr, B_TILES: gl.constexpr = 1):
-    """A warp-specialised kernel's ring: STAGES slots of an A tile and B_TILES B tiles (slot s's
-    tile j at b_smem.index(s * B_TILES + j)), a ``ready`` barrier per slot (the producer's TMA
-    bytes) and an ``empty`` one (one arrive per consumer warpgroup, two of them).  (Shared with
-    gluon_grouped_probe.py's warp-specialised grouped GEMMs.)"""
-    BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
-    a_smem = gl.allocate_shared_memory(a_desc.dtype, [STAGES, a_desc.block_type.shape[0], BLOCK_K], a_desc.layout)
-    b_smem = gl.allocate_shared_memory(b_desc.dtype, [STAGES * B_TILES, b_desc.block_type.shape[0], BLOCK_K],
-                                       b_desc.layout)
-    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for s in gl.static_range(STAGES):
-        mbarrier.init(ready.index(s), count=1)
-        mbarrier.init(empty.index(s), count=2)
-    return a_smem, b_smem, ready, empty
-
-
-@gluon.jit
-def ws_fill_ring(a_desc, b_desc, a_smem, b_smem, ready, empty, a_row0, b_row0, num_k, b_row_step=0,
-                 B_TILES: gl.constexpr = 1):
-    """A producer warp's loop: each K step's A tile (rows a_row0..) and B tiles (tile j at rows
-    b_row0 + j * b_row_step..) by TMA into the ring, into a slot once its consumers have
-    released it (``empty``), arriving on ``ready``.  (Shared with gluon_grouped_probe.py.)"""
-    BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
-    STAGES: gl.constexpr = a_smem.type.shape[0]
-    for k in range(num_k):
-        s = k % STAGES
-        mbarrier.wait(empty.index(s), ((k // STAGES) & 1) ^ 1)  # a fresh barrier passes phase 1 at once
-        mbarrier.expect(ready.index(s), a_desc.block_type.nbytes + B_TILES * b_desc.block_type.nbytes)
-        tma.async_copy_global_to_shared(a_desc, [a_row0, k * BLOCK_K], ready.index(s), a_smem.index(s))
-        for j in gl.static_range(B_TILES):
-            tma.async_copy_global_to_shared(b_desc, [b_row0 + j * b_row_step, k * BLOCK_K], ready.index(s),
-                                            b_smem.index(s * B_TILES + j))
-
-
-@gluon.jit
 def _ws_loader(a_desc, b_desc, a_smem, b_smem, ready, empty, c_ptr, off_m, off_n, M, N, num_k, stride_cm):
     """Producer warp of ``fp8_gemm_ws_kernel`` (its signature is the consumer worker's: worker
     partitions share one)."""
@@ -186,7 +150,7 @@ def _ws_loader(a_desc, b_desc, a_smem, b_smem, ready, empty, c_ptr, off_m, off_n
 @gluon.jit
 def ws_promoted_step(a, b_slot, acc, j: gl.constexpr, SUB_N: gl.constexpr, layout: gl.constexpr):
     """acc + the K step's product with rows j*SUB_N.. of the slot's B tile: a fresh partial,
-    waited for, then added in fp32 (the promotion).  (Shared with gluon_grouped_probe.py.)"""
+    waited for, then added in fp32 (the promotion)."""
     b = b_slot.slice(j * SUB_N, SUB_N).permute((1, 0))
     tok = warpgroup_mma(a, b, gl.zeros(acc.shape, dtype=gl.float32, layout=layout), use_acc=False, is_async=True)
     return acc + warpgroup_mma_wait(num_outstanding=0, deps=(tok,))
@@ -267,9 +231,6 @@ def fp8_gemm_ws_kernel(a_desc, b_desc, c_ptr, M, N, K, stride_cm, STAGES: gl.con
 def _layouts(block_m: int, block_n: int, block_k: int):
     return (gl.NVMMASharedLayout.get_default_for([block_m, block_k], gl.float8e4nv),
             gl.NVMMASharedLayout.get_default_for([block_n, block_k], gl.float8e4nv))
-
-
-WS_MAXNREG = 168  # fp8_gemm_ws_kernel: 3 warpgroups x 128 threads x 168 <= 65536, one CTA per SM
 
 
 def _kernel(name: str, stages: int, warps: int):
@@ -367,8 +328,8 @@ def main(argv: list[str]) -> int:
     if not set(modes) <= set(MODES):
         ap.error(f"--modes: expected some of {', '.join(MODES)}, got {args.modes!r}")
     bm, bn, bk = map(int, args.tile.split(","))
-    if "ws" in modes and (bm != 128 or bn not in (128, 256)):
-        ap.error(f"--tile: mode ws takes BLOCK_M 128 and BLOCK_N 128 or 256, got {args.tile}")
+    if "ws" in modes and (bm != 128 or bn not in (128, 256) or bk != 128):
+        ap.error(f"--tile: mode ws takes BLOCK_M 128, BLOCK_N 128 or 256 and BLOCK_K 128, got {args.tile}")
     if args.compile_only:
         rows = compile_only(bm, bn, bk, args.stages, args.warps, modes)
     else:

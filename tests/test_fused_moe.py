@@ -382,9 +382,11 @@ def _windowed_ids(ids, e, gen_device):
 
 @pytest.mark.parametrize("group_m", [1, 4])
 @pytest.mark.parametrize("case", ["ragged", "no_permute_top1"])
-def test_grouped_gluon_config(group_m, case, monkeypatch, device):
-    # GroupedConfig.gluon: on sm_90 the Gluon kernels (TMA weights, async wgmma) compute the
-    # layer; elsewhere, and under the interpreter, the Triton kernels run the same tiles.
+@pytest.mark.parametrize("block_m", policy.GLUON_BLOCK_MS)
+def test_grouped_gluon_config(block_m, group_m, case, monkeypatch, device):
+    # GroupedConfig.gluon: on sm_90 the Gluon kernels (TMA weights, async wgmma; at BLOCK_M 128
+    # warp-specialised) compute the layer; elsewhere, and under the interpreter, the Triton
+    # kernels run the same tiles.
     # ragged: H and I multiples of 16 (the Gluon kernels' need) but not of 128 or of the tiles.
     # no_permute_top1: one route per block (routes * 4 <= experts), top-1, tiles wider than H, I.
     # Both on an expert window with ids outside it, -1 ids and a shared output; on the GPU
@@ -397,7 +399,7 @@ def test_grouped_gluon_config(group_m, case, monkeypatch, device):
     ids = _windowed_ids(ids, e, device)
     shared = torch.randn_like(x)
     window = dict(shared_output=shared, expert_offset=1, num_experts=e + 3)
-    cfg = policy.gluon_grouped_config(group_m)
+    cfg = policy.gluon_grouped_config(group_m, block_m)
     assert policy.legal("grouped", cfg, "fp8_tensor")
     assert not policy.legal("grouped", cfg, "fp8_block") and not policy.legal("grouped", cfg, "bf16")
     assert not policy.legal("grouped", dataclasses.replace(cfg, fp8_promote_k=64), "fp8_tensor")

@@ -439,19 +439,25 @@ def test_tuner_moves_restore_the_promotion_interval():
 
 
 def test_gluon_move_and_what_a_gluon_entry_serves(monkeypatch):
-    # The tuner's 'gluon' move (grouped fp8_tensor only) sets the Gluon kernels' tile set, or
-    # turns them off keeping the tiles (which the Triton kernels run).
-    assert {v for f, v in tune.candidates("grouped", "fp8_tensor") if f == "gluon"} == {False, True}
+    # The tuner's 'gluon' move (grouped fp8_tensor only) sets one of the Gluon kernels' tile
+    # sets (by BLOCK_M: 64 one warpgroup, 128 warp-specialised), or turns them off keeping the
+    # tiles (which the Triton kernels run).
+    assert [v for f, v in tune.candidates("grouped", "fp8_tensor") if f == "gluon"] == [False, 64, 128]
     assert not any(f == "gluon" for f, _ in tune.candidates("grouped", "fp8_block"))
     start = policy.grouped_config(2048, 8, 128, 2048, 768, "fp8_tensor")
-    on = tune.apply(start, "gluon", True, promote_k=start.fp8_promote_k)
-    assert on == policy.gluon_grouped_config(start.group_m) and policy.legal("grouped", on, "fp8_tensor")
-    assert not policy.legal("grouped", dataclasses.replace(on, block_m=128), "fp8_tensor")  # one tile set
-    off = tune.apply(on, "gluon", False)
-    assert not off.gluon and off.gate_up == on.gate_up and policy.legal("grouped", off, "fp8_tensor")
+    for block_m in policy.GLUON_BLOCK_MS:
+        on = tune.apply(start, "gluon", block_m, promote_k=start.fp8_promote_k)
+        assert on == policy.gluon_grouped_config(start.group_m, block_m) and on.block_m == block_m
+        assert policy.legal("grouped", on, "fp8_tensor")
+        off = tune.apply(on, "gluon", False)
+        assert not off.gluon and off.gate_up == on.gate_up and policy.legal("grouped", off, "fp8_tensor")
+    # exactly their tile sets: not another BLOCK_M, not one set's tiles at the other's BLOCK_M
+    on = policy.gluon_grouped_config(start.group_m)
+    for block_m in (32, 128, 256):
+        assert not policy.legal("grouped", dataclasses.replace(on, block_m=block_m), "fp8_tensor")
     # they promote every 128 columns: below M=512 (the rule's 64) a move there is not legal
     small = policy.grouped_config(64, 8, 128, 2048, 768, "fp8_tensor")
-    assert not policy.legal("grouped", tune.apply(small, "gluon", True, promote_k=small.fp8_promote_k), "fp8_tensor")
+    assert not policy.legal("grouped", tune.apply(small, "gluon", 64, promote_k=small.fp8_promote_k), "fp8_tensor")
     # an entry tuned at M=512 serves M=256 only where the rule's interval leaves it legal: not there
     entry = dict(num_experts=128, top_k=8, hidden=2048, inter=768, format="fp8_tensor", tokens=512,
                  config=dataclasses.asdict(policy.gluon_grouped_config()))
@@ -470,7 +476,7 @@ def test_descent_reaches_gluon_from_a_start_clamped_by_its_k_step():
     # every 128, are reachable from it; with the start's interval they would not be legal.
     start = policy.GroupedConfig(128, policy.Tile(128, 64, 8, 3), policy.Tile(256, 64, 8, 3), 8, 64)
     assert tune.promote_rule("grouped", 2048, "fp8_tensor") == 128 and tune.promote_rule("route_direct", 1, "bf16") is None
-    moves = [("gluon", True)]
+    moves = [("gluon", 64)]
     fake = lambda cfg: 1.0 if cfg.gluon else 2.0  # noqa: E731
     best, _, _ = tune.descend(start, moves, "fp8_tensor", "grouped", fake, float("inf"),
                               promote_k=tune.promote_rule("grouped", 2048, "fp8_tensor"))

@@ -138,16 +138,13 @@ def _load_step(a_desc, a_smem, w_desc, w_smem, u_smem, bars, step, a_row0, w_row
 @gluon.jit
 def gluon_grouped_down_kernel(a_desc, as_ptr, w_desc, ws_ptr, routes_ptr, block_expert_ptr, num_blocks_ptr, y_ptr,
                               H, I, stride_as, stride_y,
-                              GROUP_M: gl.constexpr, STAGES: gl.constexpr, num_warps: gl.constexpr,
-                              SCALE_AHEAD: gl.constexpr = 1):
+                              GROUP_M: gl.constexpr, STAGES: gl.constexpr, num_warps: gl.constexpr):
     """y[r, n] = ws[e] * sum_k as[p, k // 128] * sum_{k' in step} a[p, k'] W2[e, n, k'] for the
     plan rows p of one block (route r = sorted_routes[p]) and n in one BLOCK_N tile of H
     (a [P, I] e4m3 in plan order as the descriptor's, as [P, cdiv(I, 128)] fp32, W2 [E, H, I]
-    e4m3 as the descriptor's [E*H, I]; y [R, H] in its own dtype, in route order).
-    SCALE_AHEAD (1 or 2): K steps ahead that each step's activation scales are loaded.  A row's
-    scales share a cache line 8 steps long, so one step in 8 waits on L2 for them (Nsight
-    Compute: 86% L1 hits, eleventh session); 2 gives the load two wgmmas' time."""
-    gl.static_assert((SCALE_AHEAD == 1) | (SCALE_AHEAD == 2))
+    e4m3 as the descriptor's [E*H, I]; y [R, H] in its own dtype, in route order).  (Loading
+    each step's activation scales two steps ahead, not one, changed its time by -0.7..+0.9%
+    in six probe cases: twelfth session.)"""
     BLOCK_M: gl.constexpr = a_desc.block_type.shape[0]
     BLOCK_N: gl.constexpr = w_desc.block_type.shape[0]
     gl.static_assert(w_desc.block_type.shape[1] == BLOCK_K)
@@ -169,24 +166,17 @@ def gluon_grouped_down_kernel(a_desc, as_ptr, w_desc, ws_ptr, routes_ptr, block_
     zero = gl.zeros((BLOCK_M, BLOCK_N), dtype=gl.float32, layout=mma)
     acc = gl.zeros((BLOCK_M, BLOCK_N), dtype=gl.float32, layout=mma)
     step_scale = gl.load(scale_row)
-    if SCALE_AHEAD == 2:
-        following_scale = gl.load(scale_row + 1, mask=1 < num_k, other=0.0)
     for k in range(num_k):
         slot = k % STAGES
         mbarrier.wait(bars.index(slot), phase=(k // STAGES) & 1)
         tok = warpgroup_mma(a_smem.index(slot), w_smem.index(slot).permute((1, 0)), zero, use_acc=False,
                             is_async=True)
-        # lands under the wgmma (SCALE_AHEAD 1) or the next one too (2)
-        ahead_scale = gl.load(scale_row + k + SCALE_AHEAD, mask=k + SCALE_AHEAD < num_k, other=0.0)
+        next_scale = gl.load(scale_row + k + 1, mask=k + 1 < num_k, other=0.0)  # lands under the wgmma
         part = warpgroup_mma_wait(num_outstanding=0, deps=(tok,))
         _load_step(a_desc, a_smem, w_desc, w_smem, w_smem, bars, k + STAGES, a_row0, w_row0, w_row0, num_k, STAGES,
                    False)
         acc += part * step_scale[:, None]
-        if SCALE_AHEAD == 2:
-            step_scale = following_scale
-            following_scale = ahead_scale
-        else:
-            step_scale = ahead_scale
+        step_scale = next_scale
     _drain(bars, STAGES)
 
     acc = acc * gl.load(ws_ptr + e)
@@ -243,3 +233,231 @@ def gluon_grouped_gate_up_kernel(x_desc, xs_ptr, w_desc, ws_ptr, block_expert_pt
     n = nt * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, mma))
     gl.store(act_ptr + p.to(gl.int64)[:, None] * stride_act + n[None, :], h.to(act_ptr.dtype.element_ty),
              mask=(n < I)[None, :])
+
+
+# ---- Warp-specialised forms on 128-row plan blocks (GroupedConfig.block_m == 128) ----
+# One producer warp issues every TMA load (the one-warpgroup kernels above pay a CTA-wide
+# barrier before each issue: 33-44% of their stall cycles under Nsight Compute, eleventh
+# session), and two consumer warpgroups of 64 rows share each weight tile and release each
+# ring slot with an arrive of their own, so one's promotion runs under the other's wgmma.
+# 3 warpgroups x 128 threads x WS_MAXNREG registers fit one CTA per SM; ``setmaxnreg`` then
+# gives the consumers WS_CONSUMER_REGS and the producer WS_LOADER_REGS.  The dense form
+# (scripts/fp8_pingpong_probe.py, mode ws) ran Mixtral's per-expert GEMMs at 1168-1241 TFLOP/s
+# with 128 x 128 tiles, against 1042-1060 for the one-warpgroup 64 x 128 form (twelfth session).
+# Values reach the partitions as run-time scalars (constexprs come from the shared buffers'
+# shapes); a block past num_blocks runs no K step and stores nothing (warp_specialize sits at
+# the kernel's top level, after no early return).
+WS_MAXNREG = 168
+WS_CONSUMER_REGS = gl.constexpr(232)
+WS_LOADER_REGS = gl.constexpr(24)
+
+
+@gluon.jit
+def ws_ring(a_desc, b_desc, STAGES: gl.constexpr, B_TILES: gl.constexpr = 1):
+    """A warp-specialised kernel's ring: STAGES slots of an A tile and B_TILES B tiles (slot s's
+    tile j at b_smem.index(s * B_TILES + j)), a ``ready`` barrier per slot (the producer's TMA
+    bytes) and an ``empty`` one (one arrive per consumer warpgroup, two of them)."""
+    a_smem = gl.allocate_shared_memory(a_desc.dtype, [STAGES, a_desc.block_type.shape[0], BLOCK_K], a_desc.layout)
+    b_smem = gl.allocate_shared_memory(b_desc.dtype, [STAGES * B_TILES, b_desc.block_type.shape[0], BLOCK_K],
+                                       b_desc.layout)
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(STAGES):
+        mbarrier.init(ready.index(s), count=1)
+        mbarrier.init(empty.index(s), count=2)
+    return a_smem, b_smem, ready, empty
+
+
+@gluon.jit
+def ws_fill_ring(a_desc, b_desc, a_smem, b_smem, ready, empty, a_row0, b_row0, num_k, b_row_step=0,
+                 B_TILES: gl.constexpr = 1):
+    """A producer warp's loop: each K step's A tile (rows a_row0..) and B tiles (tile j at rows
+    b_row0 + j * b_row_step..) by TMA into the ring, into a slot once its consumers have
+    released it (``empty``), arriving on ``ready``."""
+    STAGES: gl.constexpr = a_smem.type.shape[0]
+    for k in range(num_k):
+        s = k % STAGES
+        mbarrier.wait(empty.index(s), ((k // STAGES) & 1) ^ 1)  # a fresh barrier passes phase 1 at once
+        mbarrier.expect(ready.index(s), a_desc.block_type.nbytes + B_TILES * b_desc.block_type.nbytes)
+        tma.async_copy_global_to_shared(a_desc, [a_row0, k * BLOCK_K], ready.index(s), a_smem.index(s))
+        for j in gl.static_range(B_TILES):
+            tma.async_copy_global_to_shared(b_desc, [b_row0 + j * b_row_step, k * BLOCK_K], ready.index(s),
+                                            b_smem.index(s * B_TILES + j))
+
+
+@gluon.jit
+def _ws_program(a_desc, w_desc, N, K, ws_ptr, block_expert_ptr, num_blocks_ptr, GROUP_M: gl.constexpr,
+                STAGES: gl.constexpr, B_TILES: gl.constexpr):
+    """A warp-specialised program's (block, N tile, local expert, K steps: 0 for a block past
+    num_blocks, expert scale) and its ring (``ws_ring``), for a 128-row A tile and B_TILES
+    weight tiles per slot; N columns of output, K the reduced length."""
+    gl.static_assert(a_desc.block_type.shape[0] == 128)
+    gl.static_assert((w_desc.block_type.shape[1] == BLOCK_K) & (a_desc.block_type.shape[1] == BLOCK_K))
+    b, nt, e = _program_block(gl.cdiv(N, w_desc.block_type.shape[0]), block_expert_ptr, num_blocks_ptr, GROUP_M)
+    num_k = gl.where(e >= 0, gl.cdiv(K, BLOCK_K), 0)
+    ws_scale = gl.load(ws_ptr + gl.maximum(e, 0))
+    a_smem, w_smem, ready, empty = ws_ring(a_desc, w_desc, STAGES, B_TILES)
+    return b, nt, e, num_k, ws_scale, a_smem, w_smem, ready, empty
+
+
+@gluon.jit
+def _ws_down_loader(a_desc, w_desc, a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr, stride_y,
+                    ws_scale, a_row0, w_row0, col0, H, num_k):
+    """Producer warp: step k's A and W2 tiles into its ring slot once both consumers released it."""
+    ws_fill_ring(a_desc, w_desc, a_smem, w_smem, ready, empty, a_row0, w_row0, num_k)
+
+
+@gluon.jit
+def _ws_down_partial(a, w_slot, j: gl.constexpr, SUB_N: gl.constexpr, layout: gl.constexpr):
+    """A K step's [64, SUB_N] partial against rows j*SUB_N.. of the slot's W2 tile, waited for."""
+    zero = gl.zeros((64, SUB_N), dtype=gl.float32, layout=layout)
+    tok = warpgroup_mma(a, w_slot.slice(j * SUB_N, SUB_N).permute((1, 0)), zero, use_acc=False, is_async=True)
+    return warpgroup_mma_wait(num_outstanding=0, deps=(tok,))
+
+
+@gluon.jit
+def _ws_down_store(y_ptr, stride_y, route, acc, ws_scale, col0, H):
+    """y[route, col0..] = ws_scale * acc for the held routes (route >= 0), columns below H."""
+    n = col0 + gl.arange(0, acc.shape[1], layout=gl.SliceLayout(0, acc.type.layout))
+    gl.store(y_ptr + route.to(gl.int64)[:, None] * stride_y + n[None, :],
+             (acc * ws_scale).to(y_ptr.dtype.element_ty), mask=(route >= 0)[:, None] & (n < H)[None, :])
+
+
+@gluon.jit
+def _ws_down_consume(a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr, stride_y, ws_scale,
+                     a_row0, col0, H, num_k, WG: gl.constexpr):
+    """Consumer warpgroup WG: plan rows a_row0 + WG*64 .. +64, each K step's partial promoted
+    with the rows' activation scale for the step (loaded two steps ahead), then y in route order.
+    A W2 tile of 256 rows runs as two sub-tiles of 128, one partial alive at a time."""
+    STAGES: gl.constexpr = a_smem.type.shape[0]
+    BLOCK_N: gl.constexpr = w_smem.type.shape[1]
+    SUB_N: gl.constexpr = min(BLOCK_N, 128)
+    gl.static_assert((BLOCK_N == SUB_N) | (BLOCK_N == 2 * SUB_N))
+    mma: gl.constexpr = _mma_layout(SUB_N, 4)
+    p = a_row0 + WG * 64 + gl.arange(0, 64, layout=gl.SliceLayout(1, mma))
+    scale_row = as_ptr + p.to(gl.int64) * stride_as
+    acc0 = gl.zeros((64, SUB_N), dtype=gl.float32, layout=mma)
+    acc1 = gl.zeros((64, SUB_N), dtype=gl.float32, layout=mma)
+    step_scale = gl.load(scale_row)
+    following_scale = gl.load(scale_row + 1, mask=1 < num_k, other=0.0)
+    for k in range(num_k):
+        s = k % STAGES
+        mbarrier.wait(ready.index(s), (k // STAGES) & 1)
+        a = a_smem.index(s).slice(WG * 64, 64)
+        ahead_scale = gl.load(scale_row + k + 2, mask=k + 2 < num_k, other=0.0)
+        part = _ws_down_partial(a, w_smem.index(s), 0, SUB_N, mma)
+        if BLOCK_N > SUB_N:
+            acc0 += part * step_scale[:, None]
+            part = _ws_down_partial(a, w_smem.index(s), 1, SUB_N, mma)
+        mbarrier.arrive(empty.index(s), count=1)  # this warpgroup's wgmmas are done with the slot
+        if BLOCK_N > SUB_N:
+            acc1 += part * step_scale[:, None]
+        else:
+            acc0 += part * step_scale[:, None]
+        step_scale = following_scale
+        following_scale = ahead_scale
+    route = gl.load(routes_ptr + p)
+    _ws_down_store(y_ptr, stride_y, route, acc0, ws_scale, col0, H)
+    if BLOCK_N > SUB_N:
+        _ws_down_store(y_ptr, stride_y, route, acc1, ws_scale, col0 + SUB_N, H)
+
+
+@gluon.jit
+def _ws_down_consumer0(a_desc, w_desc, a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr, stride_y,
+                       ws_scale, a_row0, w_row0, col0, H, num_k):
+    if num_k > 0:  # a block past num_blocks: nothing
+        _ws_down_consume(a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr, stride_y, ws_scale,
+                         a_row0, col0, H, num_k, 0)
+
+
+@gluon.jit
+def _ws_down_consumer1(a_desc, w_desc, a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr, stride_y,
+                       ws_scale, a_row0, w_row0, col0, H, num_k):
+    if num_k > 0:
+        _ws_down_consume(a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr, stride_y, ws_scale,
+                         a_row0, col0, H, num_k, 1)
+
+
+@gluon.jit
+def gluon_grouped_down_ws_kernel(a_desc, as_ptr, w_desc, ws_ptr, routes_ptr, block_expert_ptr, num_blocks_ptr, y_ptr,
+                                 H, I, stride_as, stride_y,
+                                 GROUP_M: gl.constexpr, STAGES: gl.constexpr, num_warps: gl.constexpr):
+    """``gluon_grouped_down_kernel``'s y on 128-row plan blocks, warp-specialised (above)."""
+    gl.static_assert(num_warps == 4)
+    BLOCK_N: gl.constexpr = w_desc.block_type.shape[0]
+    b, nt, e, num_k, ws_scale, a_smem, w_smem, ready, empty = _ws_program(
+        a_desc, w_desc, H, I, ws_ptr, block_expert_ptr, num_blocks_ptr, GROUP_M, STAGES, 1)
+    args = (a_desc, w_desc, a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr, stride_y, ws_scale,
+            b * 128, e * H + nt * BLOCK_N, nt * BLOCK_N, H, num_k)
+    gl.warp_specialize([(_ws_down_consumer0, args), (_ws_down_consumer1, args), (_ws_down_loader, args)],
+                       [4, 1], [WS_CONSUMER_REGS, WS_LOADER_REGS])
+
+
+@gluon.jit
+def _ws_gate_up_loader(x_desc, w_desc, a_smem, w_smem, ready, empty, xs_ptr, ws_scale, act_ptr, stride_act, a_row0,
+                       g_row0, col0, I, num_k):
+    """Producer warp: step k's x tile and its gate and up weight tiles (rows g_row0.. and
+    g_row0 + I..) into the ring once both consumers released the slot."""
+    ws_fill_ring(x_desc, w_desc, a_smem, w_smem, ready, empty, a_row0, g_row0, num_k, I, 2)
+
+
+@gluon.jit
+def _ws_gate_up_consume(a_smem, w_smem, ready, empty, xs_ptr, ws_scale, act_ptr, stride_act, a_row0, col0, I, num_k,
+                        WG: gl.constexpr):
+    """Consumer warpgroup WG: plan rows a_row0 + WG*64 .. +64 of one BLOCK_N tile of I, gate's
+    and up's K-step partials issued together, up's wgmma under gate's promotion (as
+    ``gluon_grouped_gate_up_kernel``); then SiLU(g) * u in fp32."""
+    STAGES: gl.constexpr = a_smem.type.shape[0]
+    BLOCK_N: gl.constexpr = w_smem.type.shape[1]
+    mma: gl.constexpr = _mma_layout(BLOCK_N, 4)
+    zero = gl.zeros((64, BLOCK_N), dtype=gl.float32, layout=mma)
+    gate = gl.zeros((64, BLOCK_N), dtype=gl.float32, layout=mma)
+    up = gl.zeros((64, BLOCK_N), dtype=gl.float32, layout=mma)
+    for k in range(num_k):
+        s = k % STAGES
+        mbarrier.wait(ready.index(s), (k // STAGES) & 1)
+        a = a_smem.index(s).slice(WG * 64, 64)
+        t_g = warpgroup_mma(a, w_smem.index(2 * s).permute((1, 0)), zero, use_acc=False, is_async=True)
+        t_u = warpgroup_mma(a, w_smem.index(2 * s + 1).permute((1, 0)), zero, use_acc=False, is_async=True)
+        gate += warpgroup_mma_wait(num_outstanding=1, deps=(t_g,))  # up's wgmma runs under this add
+        up_part = warpgroup_mma_wait(num_outstanding=0, deps=(t_u,))
+        mbarrier.arrive(empty.index(s), count=1)  # this warpgroup's wgmmas are done with the slot
+        up += up_part
+    p = a_row0 + WG * 64 + gl.arange(0, 64, layout=gl.SliceLayout(1, mma))
+    rs = gl.load(xs_ptr + p) * ws_scale
+    h = glu(gate * rs[:, None], up * rs[:, None], SILU)
+    n = col0 + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, mma))
+    gl.store(act_ptr + p.to(gl.int64)[:, None] * stride_act + n[None, :], h.to(act_ptr.dtype.element_ty),
+             mask=(n < I)[None, :])
+
+
+@gluon.jit
+def _ws_gate_up_consumer0(x_desc, w_desc, a_smem, w_smem, ready, empty, xs_ptr, ws_scale, act_ptr, stride_act,
+                          a_row0, g_row0, col0, I, num_k):
+    if num_k > 0:  # a block past num_blocks: nothing
+        _ws_gate_up_consume(a_smem, w_smem, ready, empty, xs_ptr, ws_scale, act_ptr, stride_act, a_row0, col0, I,
+                            num_k, 0)
+
+
+@gluon.jit
+def _ws_gate_up_consumer1(x_desc, w_desc, a_smem, w_smem, ready, empty, xs_ptr, ws_scale, act_ptr, stride_act,
+                          a_row0, g_row0, col0, I, num_k):
+    if num_k > 0:
+        _ws_gate_up_consume(a_smem, w_smem, ready, empty, xs_ptr, ws_scale, act_ptr, stride_act, a_row0, col0, I,
+                            num_k, 1)
+
+
+@gluon.jit
+def gluon_grouped_gate_up_ws_kernel(x_desc, xs_ptr, w_desc, ws_ptr, block_expert_ptr, num_blocks_ptr, act_ptr,
+                                    H, I, stride_act,
+                                    GROUP_M: gl.constexpr, STAGES: gl.constexpr, num_warps: gl.constexpr):
+    """``gluon_grouped_gate_up_kernel``'s act on 128-row plan blocks, warp-specialised (above):
+    a ring slot holds the x tile and a gate and an up tile of BLOCK_N rows each."""
+    gl.static_assert(num_warps == 4)
+    BLOCK_N: gl.constexpr = w_desc.block_type.shape[0]
+    b, nt, e, num_k, ws_scale, a_smem, w_smem, ready, empty = _ws_program(
+        x_desc, w_desc, I, H, ws_ptr, block_expert_ptr, num_blocks_ptr, GROUP_M, STAGES, 2)
+    args = (x_desc, w_desc, a_smem, w_smem, ready, empty, xs_ptr, ws_scale, act_ptr, stride_act, b * 128,
+            e * 2 * I + nt * BLOCK_N, nt * BLOCK_N, I, num_k)
+    gl.warp_specialize([(_ws_gate_up_consumer0, args), (_ws_gate_up_consumer1, args), (_ws_gate_up_loader, args)],
+                       [4, 1], [WS_CONSUMER_REGS, WS_LOADER_REGS])

@@ -20,7 +20,8 @@ from ..policy import GroupedConfig
 from .._runtime import cdiv, is_sm90
 from ..weights import ExpertWeights
 from ._common import optional_ptr, scale_args
-from ._grouped_gluon_kernels import gluon_grouped_down_kernel, gluon_grouped_gate_up_kernel, tile_desc
+from ._grouped_gluon_kernels import (WS_MAXNREG, gluon_grouped_down_kernel, gluon_grouped_down_ws_kernel,
+                                     gluon_grouped_gate_up_kernel, gluon_grouped_gate_up_ws_kernel, tile_desc)
 from ._grouped_kernels import ROW_SCALED, gather_plan_rows_kernel, grouped_down_kernel, grouped_gate_up_kernel
 
 QUANTIZES_ACTIVATIONS = {"bf16": False, "fp16": False, "fp8_tensor": True, "fp8_block": True}
@@ -134,10 +135,21 @@ def gather_plan_rows(x_q: torch.Tensor, x_s: torch.Tensor, plan, top_k: int) -> 
     return x_plan, x_plan_s
 
 
+def gluon_kernels(config: GroupedConfig) -> tuple:
+    """(gate/up kernel, down kernel, launch options) of a Gluon config: the one-warpgroup kernels
+    at BLOCK_M 64 (4 warps), the warp-specialised ones at 128 (the launch's 4 warps are one
+    consumer warpgroup; the producer warp and the other warpgroup are the kernel's partitions,
+    registers shared out by ``setmaxnreg`` under WS_MAXNREG)."""
+    if config.block_m == 128:
+        return gluon_grouped_gate_up_ws_kernel, gluon_grouped_down_ws_kernel, dict(num_warps=4, maxnreg=WS_MAXNREG)
+    return gluon_grouped_gate_up_kernel, gluon_grouped_down_kernel, dict(num_warps=config.gate_up.num_warps)
+
+
 def _gluon_gemms(x_q: torch.Tensor, x_s: torch.Tensor, weights: ExpertWeights, plan, y: torch.Tensor,
                  config: GroupedConfig, top_k: int) -> None:
     """x's rows gathered into plan order, gate/up -> act (fp32 [P, I], plan order), its
-    requantisation, down -> y [R, H] (route order), by the Gluon kernels (``uses_gluon``);
+    requantisation, down -> y [R, H] (route order), by the Gluon kernels (``uses_gluon``): the
+    one-warpgroup ones at BLOCK_M 64, the warp-specialised ones at 128 (``policy.GLUON_BLOCK_MS``);
     x_q [M, H] e4m3 with one scale per row x_s [M, 1]; P = len(sorted_routes)."""
     hidden, inter = weights.hidden_size, weights.intermediate_size
     bm, gu, dn = config.block_m, config.gate_up, config.down
@@ -145,16 +157,17 @@ def _gluon_gemms(x_q: torch.Tensor, x_s: torch.Tensor, weights: ExpertWeights, p
     rows = plan.sorted_routes.numel()
     if rows == 0:
         return
+    gate_up, down, launch = gluon_kernels(config)
     x_plan, x_plan_s = gather_plan_rows(x_q, x_s, plan, top_k)
     act = torch.empty(rows, inter, dtype=torch.float32, device=x_q.device)
-    gluon_grouped_gate_up_kernel[(grid * cdiv(inter, gu.block_n),)](
+    gate_up[(grid * cdiv(inter, gu.block_n),)](
         tile_desc(x_plan, bm), x_plan_s, tile_desc(weights.w13.view(-1, hidden), gu.block_n), weights.w13_scale,
         plan.block_expert, plan.num_blocks, act, hidden, inter, act.stride(0),
-        GROUP_M=config.group_m, STAGES=gu.num_stages, num_warps=gu.num_warps)
+        GROUP_M=config.group_m, STAGES=gu.num_stages, **launch)
     # rows of blocks past num_blocks (and no-permute blocks of routes not held here) hold
     # garbage here and are requantised for nothing; down never reads them
     act_q, act_s = quantize_rows(act)
-    gluon_grouped_down_kernel[(grid * cdiv(hidden, dn.block_n),)](
+    down[(grid * cdiv(hidden, dn.block_n),)](
         tile_desc(act_q, bm), act_s, tile_desc(weights.w2.view(-1, inter), dn.block_n), weights.w2_scale,
         plan.sorted_routes, plan.block_expert, plan.num_blocks, y, hidden, inter, act_s.stride(0), y.stride(0),
-        GROUP_M=config.group_m, STAGES=dn.num_stages, num_warps=dn.num_warps)
+        GROUP_M=config.group_m, STAGES=dn.num_stages, **launch)
