@@ -56,9 +56,10 @@ class GroupedConfig:
     gluon (fp8_tensor, sm_90): run the two GEMMs as the Gluon kernels of
     ``paths/_grouped_gluon_kernels.py`` (TMA weights, async wgmma) with these tiles
     (``gluon_grouped_config``); elsewhere, and for layers they do not cover
-    (``grouped.uses_gluon``), the Triton kernels run the same tiles.  A tuner move; the
-    heuristic never takes it: on the H200 it ran 1.03-1.10x the Triton tables' time on the
-    PEERS shapes (tenth session), and one preset entry at M=8192 took it (eleventh)."""
+    (``grouped.uses_gluon``), the Triton kernels run ``gluon_fallback``.  A tuner move; the
+    heuristic never takes it.  On the H200 the one-warpgroup set (BLOCK_M 64) ran 1.03-1.10x
+    the Triton tables' time on the PEERS shapes (tenth session); with the warp-specialised set
+    (128, twelfth) 11 fp8_tensor entries at M >= 512 run Gluon, 7 of them that set."""
 
     block_m: int
     gate_up: Tile
@@ -105,9 +106,23 @@ def gluon_grouped_config(group_m: int = 1, block_m: int = 64) -> GroupedConfig:
     slots; at 64, 4 MMA warps and down tiles of 128 columns; at 128, 8 (two consumer
     warpgroups; the Triton kernels that run these tiles where Gluon does not take 8 warps too)
     and down tiles of 256."""
+    if block_m not in GLUON_BLOCK_MS:
+        raise ValueError(f"block_m: expected one of {GLUON_BLOCK_MS} (the Gluon tile sets), got {block_m!r}")
     warps, down_n = (4, 128) if block_m == 64 else (8, 256)
     return GroupedConfig(block_m, Tile(64, 128, warps, GLUON_STAGES), Tile(down_n, 128, warps, GLUON_STAGES),
                          group_m, 128, gluon=True)
+
+
+def gluon_fallback(cfg: GroupedConfig) -> GroupedConfig:
+    """What the Triton kernels run for a Gluon config where the Gluon kernels do not
+    (``grouped.uses_gluon``; fp8_block borrowing an fp8_tensor entry): its tiles with gluon
+    off, but at BLOCK_M 128 a down tile of 128 columns, since the Triton down at 256 x 128
+    with 8 warps holds a 128 x 256 fp32 accumulator and spills (255 registers, 184 LDL/STL;
+    128 columns: no spills, ``scripts/compile_check.py``)."""
+    if not cfg.gluon:
+        return cfg
+    down = dataclasses.replace(cfg.down, block_n=128) if cfg.block_m == 128 else cfg.down
+    return dataclasses.replace(cfg, down=down, gluon=False)
 
 
 def grouped_block_m(num_routes: int, num_experts: int) -> int:
@@ -416,14 +431,17 @@ def served_config(path: str, entry_config: dict, m: int, fmt: str) -> GroupedCon
     grouped entry promotes its FP8 sums at most every ``grouped_promote_k`` columns at this M
     (an entry tuned at M=512 may serve M=256; one written without the field takes the rule),
     with ``fit_registers``, and an fp8_tensor entry that runs the Gluon kernels serves another
-    format (fp8_block borrows fp8_tensor's entries) as their tiles on the Triton kernels; an
+    format (fp8_block borrows fp8_tensor's entries) as ``gluon_fallback`` on the Triton kernels
+    where the Gluon kernels could serve this M (promotion every 128 columns), else nothing; an
     fp8_block route-direct entry's tensor-core tiles take K steps of 128 (one block scale per
     step)."""
     cfg = _from_dict(path, entry_config)
     if path == "grouped":
         rule = grouped_promote_k(m, cfg.gate_up, cfg.down, fmt)
-        return fit_registers(dataclasses.replace(cfg, fp8_promote_k=min(entry_config.get("fp8_promote_k", rule), rule),
-                                                 gluon=cfg.gluon and fmt == "fp8_tensor"), fmt)
+        if fmt != "fp8_tensor" and rule >= 128:  # below, a Gluon entry serves nothing (legal() refuses it)
+            cfg = gluon_fallback(cfg)
+        return fit_registers(dataclasses.replace(cfg, fp8_promote_k=min(entry_config.get("fp8_promote_k", rule), rule)),
+                             fmt)
     if fmt == "fp8_block":
         gate_up, down = (dataclasses.replace(t, block_k=128) if t.swap_ab else t for t in (cfg.gate_up, cfg.down))
         cfg = dataclasses.replace(cfg, gate_up=gate_up, down=down)  # keeps pdl

@@ -107,6 +107,14 @@ CASES = [
      grouped(64, 128, 128, False, True, 1, PROMOTE_K=128), 8, True),
     ("grouped_down fp8_tensor swap-AB M16", grouped_down_kernel, DOWN_FP8, grouped(16, 128, 128, True, True, 1), 4,
      True),
+    # the warp-specialised Gluon set's tiles on the Triton kernels (policy.gluon_fallback: down at 128
+    # columns; at the Gluon set's 256 the Triton down spills, 255 registers and 184 LDL/STL).  Its
+    # entries sit at M >= 2048 and serve M >= 1024, where the sums are promoted every 128 columns
+    # (at 64, fp8_block spills here: 34 LDL/STL)
+    ("grouped_down fp8_tensor M128 promote128 (Gluon fallback)", grouped_down_kernel, DOWN_FP8,
+     grouped(128, 128, 128, False, True, 1, PROMOTE_K=128), 8, True),
+    ("grouped_down fp8_block M128 promote128 (Gluon fallback)", grouped_down_kernel, DOWN_FP8,
+     grouped(128, 128, 128, False, True, 2, PROMOTE_K=128), 8, True),
     ("route_gate_up bf16", route_gate_up_kernel, dict(x_ptr="*bf16", w_ptr="*bf16", ids_ptr="*i32"),
      dict(W_SCALE=0, SPLIT_K=1, ACTIVATION=0, HAS_BIAS=False, BLOCK_N=8, BLOCK_K=2048), 8, False),
     ("route_gate_up fp8_tensor N2 K4096", route_gate_up_kernel, dict(x_ptr="*bf16", w_ptr=FP8, ids_ptr="*i32"),
@@ -163,8 +171,9 @@ CASES = [
      False),
     ("combine", _combine_kernel, dict(y_ptr="*bf16", ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16"),
      dict(TOPK=8, HAS_SHARED=True, BLOCK_H=1024), 4, False),
-    ("gather_plan_rows (Gluon path's x)", gather_plan_rows_kernel, dict(a_ptr=FP8, out_ptr=FP8, routes_ptr="*i32",
-     num_blocks_ptr="*i32"), dict(BLOCK_M=64, BLOCK_C=512), 4, False),
+    *[(f"gather_plan_rows (Gluon path's x) M{bm}", gather_plan_rows_kernel, dict(
+        a_ptr=FP8, out_ptr=FP8, routes_ptr="*i32", num_blocks_ptr="*i32"), dict(BLOCK_M=bm, BLOCK_C=cols), 4, False)
+      for bm, cols in ((64, 512), (128, 256))],  # grouped._GATHER_BYTES per step
 ]
 
 

@@ -22,10 +22,11 @@ GEMM with the grouped path's contract:
 
 ``--ws`` adds the warp-specialised kernels (``policy.gluon_grouped_config(block_m=128)``: a
 producer warp and two consumer warpgroups on 128-row plan blocks).  Twelfth session, down:
-Mixtral TP2 M=2048 / 8192 267 / 940 us against Triton's 323 / 1171; slower at short K (Qwen3-30B,
-DeepSeek-V3 TP8).  A gate/up form with 128-column groups quantised in its epilogue (4 spilled
-scalars) lost to Triton except at Mixtral M=8192 (2415 against 2571 us) and is gone; the
-library's takes 64 columns each of gate and up and writes fp32, as the one-warpgroup kernel.
+Mixtral TP2 M=2048 / 8192 247 / 822 us against Triton's 322 / 1206 (267 / 965 with 128 columns,
+``--ws-down-n 128``; slower than Triton at short K then: Qwen3-30B, DeepSeek-V3 TP8).  A gate/up
+form with 128-column groups quantised in its epilogue (4 spilled scalars) lost to Triton except
+at Mixtral M=8192 (2415 against 2571 us) and is gone; the library's takes 64 columns each of
+gate and up and writes fp32, as the one-warpgroup kernel.
 
 Measured at Mixtral TP2 M=8192 (tenth session, ``2026-11-30-s10/gluon.md``): Triton gate/up
 2582 us and down 1201; the Gluon kernels with cp.async row gathers 3027 / 1305, with plan-order

@@ -468,6 +468,18 @@ def test_gluon_move_and_what_a_gluon_entry_serves(monkeypatch):
     borrowed = policy.tuned_config("grouped", "NVIDIA H200", 512, 8, 128, 2048, 768, "fp8_block")
     assert borrowed == dataclasses.replace(policy.gluon_grouped_config(), gluon=False)
     assert policy.legal("grouped", borrowed, "fp8_block")
+    assert policy.tuned_config("grouped", "NVIDIA H200", 256, 8, 128, 2048, 768, "fp8_block") is None
+    # the warp-specialised set's entry: on the Triton kernels its 256-column down would spill, so
+    # they run 128 columns (policy.gluon_fallback; scripts/compile_check.py compiles that tile)
+    ws = policy.gluon_grouped_config(4, 128)
+    entry = dict(entry, tokens=2048, config=dataclasses.asdict(ws))
+    assert policy.tuned_config("grouped", "NVIDIA H200", 2048, 8, 128, 2048, 768, "fp8_tensor") == ws
+    borrowed = policy.tuned_config("grouped", "NVIDIA H200", 1024, 8, 128, 2048, 768, "fp8_block")
+    assert borrowed == policy.gluon_fallback(ws) and not borrowed.gluon and borrowed.block_m == 128
+    assert borrowed.down.block_n == 128 and borrowed.gate_up == ws.gate_up
+    assert policy.legal("grouped", borrowed, "fp8_block")
+    with pytest.raises(ValueError, match="block_m"):
+        policy.gluon_grouped_config(1, 32)
 
 
 def test_descent_reaches_gluon_from_a_start_clamped_by_its_k_step():

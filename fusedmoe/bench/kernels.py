@@ -2,7 +2,7 @@
 against the layer's HBM floor and the graph-timed call.
 
     python -m fusedmoe.bench.kernels [--shape peers] [--formats bf16,fp8_tensor,fp8_block]
-                                     [--tokens 1,8] [--path auto|...|grouped_gluon|torch_grouped_mm] [--calls 20]
+                                     [--tokens 1,8] [--path auto|...|grouped_gluon[_ws]|torch_grouped_mm] [--calls 20]
                                      [--out DIR]
 
 For each case: weight copies rotated so that >= 200 MB of other weights stream between two
@@ -10,8 +10,9 @@ uses of a copy (as ``fusedmoe bench``), one call per copy to compile, then ``--c
 calls under the profiler.  Reported per kernel: mean device microseconds per call.  Beside
 them: their sum, the graph-timed call (``harness.graph_us``: what launches and gaps add) and
 the floor (active experts' bytes / measured copy bandwidth).  Writes kernels.md / .json with
---out.  ``grouped_gluon``: the grouped path with the Gluon GEMMs (fp8_tensor on sm_90,
-``policy.gluon_grouped_config`` with the served config's group_m).
+--out.  ``grouped_gluon`` / ``grouped_gluon_ws``: the grouped path with the Gluon GEMMs, the
+one-warpgroup or the warp-specialised set (fp8_tensor on sm_90, ``policy.gluon_grouped_config``
+at BLOCK_M 64 / 128, walking as many rows per weight tile as the served config's group_m does).
 """
 
 from __future__ import annotations
@@ -72,8 +73,8 @@ def run(shape_names: list[str], formats: list[str], tokens: list[int], path: str
                     calls = [lambda w=w, r=r: peer(x, w, r[0], r[1], 0, shape.num_experts) for w, r in zip(copies, routings)]
                 else:
                     kw = dict(path=path, out=out, check_ids=False, num_experts=shape.num_experts)
-                    if path == "grouped_gluon":
-                        kw.update(path="grouped", config=_gluon_config(shape, fmt, m, dev))
+                    if path in GLUON_PATHS:
+                        kw.update(path="grouped", config=_gluon_config(shape, fmt, m, dev, GLUON_PATHS[path]))
                     calls = [lambda w=w, r=r: fused_moe(x, w, r[0], r[1], **kw) for w, r in zip(copies, routings)]
                 for c in calls:
                     c()
@@ -92,10 +93,15 @@ def run(shape_names: list[str], formats: list[str], tokens: list[int], path: str
     return rows
 
 
-def _gluon_config(shape, fmt: str, m: int, dev: torch.device) -> policy.GroupedConfig:
-    """The Gluon GEMMs' config at the group_m of the grouped config served at this case."""
+GLUON_PATHS = {"grouped_gluon": 64, "grouped_gluon_ws": 128}  # --path: BLOCK_M of the Gluon tile set
+
+
+def _gluon_config(shape, fmt: str, m: int, dev: torch.device, block_m: int) -> policy.GroupedConfig:
+    """The Gluon GEMMs' config at ``block_m``, its group_m walking as many rows per weight tile
+    as the grouped config served at this case."""
     facts = (m, shape.top_k, shape.num_local_experts, shape.hidden_size, shape.intermediate_size, fmt)
-    return policy.gluon_grouped_config(policy.select_config("grouped", *facts, device_name(dev), num_sms(dev)).group_m)
+    served = policy.select_config("grouped", *facts, device_name(dev), num_sms(dev))
+    return policy.gluon_grouped_config(max(1, served.group_m * served.block_m // block_m), block_m)
 
 
 def main(argv=None) -> int:
@@ -104,7 +110,7 @@ def main(argv=None) -> int:
     ap.add_argument("--formats", default="bf16,fp8_tensor,fp8_block")
     ap.add_argument("--tokens", default="1,8")
     ap.add_argument("--path", default="auto",
-                    help="auto, route_direct, grouped, grouped_gluon, or a peer (torch_grouped_mm)")
+                    help="auto, route_direct, grouped, grouped_gluon, grouped_gluon_ws, or a peer (torch_grouped_mm)")
     ap.add_argument("--calls", type=int, default=20, help="profiled calls per case")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)

@@ -10,7 +10,8 @@ BLOCK_M 128 the registers fit one CTA per SM).
 
 These kernels are that GEMM with the grouped path's contract:
 - The plan's blocks (``sorted_routes``, ``block_expert``, ``num_blocks``) are the M tiles, as
-  in ``_grouped_kernels``.  Programs past ``num_blocks`` exit.
+  in ``_grouped_kernels``.  Programs past ``num_blocks`` exit (the warp-specialised ones run
+  no K step and store nothing).
 - Their activations are in plan order (row p = b * BLOCK_M + i holds route sorted_routes[p],
   zeros on padding rows), so every operand tile comes by TMA: x's rows are gathered into plan
   order first (``gather_plan_rows_kernel``), gate/up writes its output in plan order, and down
@@ -18,9 +19,10 @@ These kernels are that GEMM with the grouped path's contract:
   ran gate/up at 636-682 TFLOP/s against the dense probe's 1032: tenth session.)
 - Weight tiles come from W13 viewed as [E*2I, H] and W2 as [E*H, I].  Tiles that run past an
   expert's rows read the next expert's rows or TMA's zero fill; the stores mask them.
-- One warpgroup (BLOCK_M 64, 4 warps; two CTAs per SM) and a ring of STAGES slots, each
-  step's tiles arriving on the slot's mbarrier; a slot is refilled as soon as its step's
-  wgmma is waited for, with no barrier of its own (the dense probe's loop).  Every K step of
+- Two forms.  At BLOCK_M 64, one warpgroup (4 warps; two CTAs per SM) and a ring of STAGES
+  slots, each step's tiles arriving on the slot's mbarrier; a slot is refilled as soon as its
+  step's wgmma is waited for, with no barrier of its own (the dense probe's loop).  At 128,
+  warp-specialised (the second half of this file).  Every K step of
   128 is its own wgmma into a fresh partial, waited for and added in fp32: MMA sums are
   promoted every 128 columns, as ``GroupedConfig.fp8_promote_k == 128``.
 - gate/up: gate and up are two tiles of BLOCK_N columns, and up's wgmma runs under gate's add.
@@ -243,7 +245,8 @@ def gluon_grouped_gate_up_kernel(x_desc, xs_ptr, w_desc, ws_ptr, block_expert_pt
 # 3 warpgroups x 128 threads x WS_MAXNREG registers fit one CTA per SM; ``setmaxnreg`` then
 # gives the consumers WS_CONSUMER_REGS and the producer WS_LOADER_REGS.  The dense form
 # (scripts/fp8_pingpong_probe.py, mode ws) ran Mixtral's per-expert GEMMs at 1168-1241 TFLOP/s
-# with 128 x 128 tiles, against 1042-1060 for the one-warpgroup 64 x 128 form (twelfth session).
+# with 128 x 128 tiles and 1248-1299 with 128 x 256, against 1042-1060 for the one-warpgroup
+# 64 x 128 form (twelfth session).
 # Values reach the partitions as run-time scalars (constexprs come from the shared buffers'
 # shapes); a block past num_blocks runs no K step and stores nothing (warp_specialize sits at
 # the kernel's top level, after no early return).

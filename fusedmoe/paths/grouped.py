@@ -16,7 +16,7 @@ import torch
 from .. import quant
 from ..epilogue import ACTIVATIONS, combine_launch, quantize_rows
 from ..plan import build_plan, plan_launches
-from ..policy import GroupedConfig
+from ..policy import GroupedConfig, gluon_fallback
 from .._runtime import cdiv, is_sm90
 from ..weights import ExpertWeights
 from ._common import optional_ptr, scale_args
@@ -25,7 +25,9 @@ from ._grouped_gluon_kernels import (WS_MAXNREG, gluon_grouped_down_kernel, gluo
 from ._grouped_kernels import ROW_SCALED, gather_plan_rows_kernel, grouped_down_kernel, grouped_gate_up_kernel
 
 QUANTIZES_ACTIVATIONS = {"bf16": False, "fp16": False, "fp8_tensor": True, "fp8_block": True}
-_GATHER_COLS = 512  # columns per step of gather_plan_rows_kernel (64 rows x 512 e4m3: 32 KB)
+# bytes per step of gather_plan_rows_kernel: 64 rows x 512 e4m3 columns, or 128 x 256 (128 x 512
+# spills with 4 warps: 255 registers, 36 LDL/STL, scripts/compile_check.py)
+_GATHER_BYTES = 64 * 512
 
 
 
@@ -73,7 +75,6 @@ def grouped_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Ten
     dev = x.device
     fp8 = weights.is_fp8
     bm = config.block_m
-    gu, dn = config.gate_up, config.down
 
     plan = build_plan(topk_ids, num_experts, bm, expert_offset=expert_offset, num_local_experts=e_local,
                       no_permute=uses_no_permute(m * k, e_local))
@@ -87,6 +88,8 @@ def grouped_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Ten
         _gluon_gemms(a1, a1_s, weights, plan, y, config, k)
         combine_launch(y, topk_weights, topk_ids, out, shared_output, expert_offset, e_local)
         return out
+    config = gluon_fallback(config)  # the Triton kernels run it (its tiles, or at BLOCK_M 128 a narrower down)
+    gu, dn = config.gate_up, config.down
     if fp8:
         act = torch.empty(m * k, inter, dtype=torch.float32 if split else quant.FP8_DTYPE, device=dev)
         act_s = act if split else torch.empty(m * k, cdiv(inter, quant.GROUP), dtype=torch.float32, device=dev)
@@ -131,7 +134,7 @@ def gather_plan_rows(x_q: torch.Tensor, x_s: torch.Tensor, plan, top_k: int) -> 
     if rows:
         gather_plan_rows_kernel[(plan.block_expert.numel(),)](
             x_q, x_s, plan.sorted_routes, plan.num_blocks, x_plan, x_plan_s, x_q.shape[1], top_k, x_q.stride(0),
-            x_plan.stride(0), BLOCK_M=plan.block_m, BLOCK_C=_GATHER_COLS)
+            x_plan.stride(0), BLOCK_M=plan.block_m, BLOCK_C=_GATHER_BYTES // plan.block_m)
     return x_plan, x_plan_s
 
 
