@@ -219,22 +219,25 @@ def _case_timer(shape, fmt: str, path: str, m: int, device: torch.device,
     return time_us
 
 
-# A case's candidates are timed in graphs of about GRAPH_US of calls (at most 20, a whole number
-# of rotations of the weight copies while one fits), sized once from the start config's call,
-# replayed 10 times, or SLOW_REPLAYS times for calls over SLOW_CALL_US.  A DeepSeek-V3 bf16 call
-# at M=8192 takes about 20 ms, and 20 calls x 12 sweeps of it were 5 s per candidate, the whole
-# budget of a case.  Graphs of about 4 ms (eleventh session) read Mixtral TP2 fp8_tensor M=8192
-# at 3667 us where 20-call graphs had read 3976-3986 and the bench 4021 (likely the clocks: a
-# short burst ends before they settle to the power limit), so graphs stay near 20 ms.
-GRAPH_US = 20000.0
+# A case's candidates are timed in graphs of 20 calls, as the bench and PEERS-H200.md time them,
+# or of what fits GRAPH_US (a whole number of rotations of the weight copies while one fits),
+# sized once from the start config's call, replayed 10 times, or SLOW_REPLAYS times for calls over
+# SLOW_CALL_US.  Shorter graphs read long calls fast, likely the clocks (a short burst ends before
+# they settle to the power limit): Mixtral TP2 fp8_tensor M=8192 at 3667 us in 4 ms graphs where
+# 20-call graphs read 3976-3986 (eleventh session), and the warp-specialised entry at 2981 us in
+# 18 ms graphs where the bench's 70 ms graphs read 3475 (twelfth).  A DeepSeek-V3 bf16 call at
+# M=8192 takes about 20 ms: 20 of them x 12 sweeps were 5 s per candidate; at most 100 ms of
+# calls, 3 replays, are 0.4 s.
+GRAPH_US = 100000.0
 SLOW_CALL_US = 1000.0
 SLOW_REPLAYS = 3
 
 
 def calls_per_graph(once_us: float, copies: int) -> int:
     """Calls captured per timing graph for a call of ``once_us`` with ``copies`` weight copies:
-    a whole number of rotations (each copy as often, and a replay never starts on the copy the
-    last one ended with) while one rotation fits in 5 x GRAPH_US, else what fits GRAPH_US."""
+    at most 20 and what fits GRAPH_US, in a whole number of rotations (each copy as often, and a
+    replay never starts on the copy the last one ended with) while one rotation fits in 5 x
+    GRAPH_US."""
     fit = max(1, min(20, int(GRAPH_US // max(once_us, 1.0))))
     if once_us * copies > 5 * GRAPH_US:
         return fit
