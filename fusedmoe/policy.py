@@ -104,8 +104,8 @@ def gluon_grouped_config(group_m: int = 1, block_m: int = 64) -> GroupedConfig:
     """The Gluon kernels' tiles at BLOCK_M 64 or 128 (GLUON_BLOCK_MS): gate/up tiles of 64
     columns each of gate and up, K steps of 128 (promoted every 128), a ring of GLUON_STAGES
     slots; at 64, 4 MMA warps and down tiles of 128 columns; at 128, 8 (two consumer
-    warpgroups; the Triton kernels that run these tiles where Gluon does not take 8 warps too)
-    and down tiles of 256."""
+    warpgroups) and down tiles of 256.  Where Gluon does not run, the Triton kernels run
+    ``gluon_fallback``."""
     if block_m not in GLUON_BLOCK_MS:
         raise ValueError(f"block_m: expected one of {GLUON_BLOCK_MS} (the Gluon tile sets), got {block_m!r}")
     warps, down_n = (4, 128) if block_m == 64 else (8, 256)

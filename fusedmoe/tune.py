@@ -99,7 +99,7 @@ def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
 
 def apply(cfg, field: str, value, promote_k: int | None = None):
     """``cfg`` with one field replaced, or BLOCK_M and gate/up for 'block_m+gate_up', or the
-    Gluon kernels' config at BLOCK_M ``value`` for 'gluon' (False: off, tiles kept) (grouped
+    Gluon kernels' config at BLOCK_M ``value`` for 'gluon' (False: ``policy.gluon_fallback``) (grouped
     tiles swap A and B exactly below 64 rows, and
     promote FP8 sums at most every BLOCK_K columns: every min(promote_k, BLOCK_K) columns when
     ``promote_k`` (descent's interval: the rule's at the case's M, ``promote_rule``) is given, so
@@ -107,8 +107,8 @@ def apply(cfg, field: str, value, promote_k: int | None = None):
     down_tiles 1)."""
     if field == "block_m+gate_up":
         cfg = dataclasses.replace(cfg, block_m=value[0], gate_up=value[1])
-    elif field == "gluon":  # value: the BLOCK_M of the Gluon kernels' tiles, or False: Triton's (same tiles)
-        cfg = policy.gluon_grouped_config(cfg.group_m, value) if value else dataclasses.replace(cfg, gluon=False)
+    elif field == "gluon":  # value: the BLOCK_M of the Gluon kernels' tiles, or False: what Triton runs of them
+        cfg = policy.gluon_grouped_config(cfg.group_m, value) if value else policy.gluon_fallback(cfg)
     else:
         cfg = dataclasses.replace(cfg, **{field: value})
     if isinstance(cfg, policy.RouteDirectConfig):

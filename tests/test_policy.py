@@ -440,8 +440,8 @@ def test_tuner_moves_restore_the_promotion_interval():
 
 def test_gluon_move_and_what_a_gluon_entry_serves(monkeypatch):
     # The tuner's 'gluon' move (grouped fp8_tensor only) sets one of the Gluon kernels' tile
-    # sets (by BLOCK_M: 64 one warpgroup, 128 warp-specialised), or turns them off keeping the
-    # tiles (which the Triton kernels run).
+    # sets (by BLOCK_M: 64 one warpgroup, 128 warp-specialised), or turns them off: what the
+    # Triton kernels run of them (policy.gluon_fallback; at 128 a narrower down).
     assert [v for f, v in tune.candidates("grouped", "fp8_tensor") if f == "gluon"] == [False, 64, 128]
     assert not any(f == "gluon" for f, _ in tune.candidates("grouped", "fp8_block"))
     start = policy.grouped_config(2048, 8, 128, 2048, 768, "fp8_tensor")
@@ -450,7 +450,8 @@ def test_gluon_move_and_what_a_gluon_entry_serves(monkeypatch):
         assert on == policy.gluon_grouped_config(start.group_m, block_m) and on.block_m == block_m
         assert policy.legal("grouped", on, "fp8_tensor")
         off = tune.apply(on, "gluon", False)
-        assert not off.gluon and off.gate_up == on.gate_up and policy.legal("grouped", off, "fp8_tensor")
+        assert off == policy.gluon_fallback(on) and not off.gluon and off.gate_up == on.gate_up
+        assert off.down.block_n == 128 and policy.legal("grouped", off, "fp8_tensor")
     # exactly their tile sets: not another BLOCK_M, not one set's tiles at the other's BLOCK_M
     on = policy.gluon_grouped_config(start.group_m)
     for block_m in (32, 128, 256):
