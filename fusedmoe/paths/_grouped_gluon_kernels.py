@@ -273,14 +273,16 @@ def ws_ring(a_desc, b_desc, STAGES: gl.constexpr, B_TILES: gl.constexpr = 1):
 
 @gluon.jit
 def ws_fill_ring(a_desc, b_desc, a_smem, b_smem, ready, empty, a_row0, b_row0, num_k, b_row_step=0,
-                 B_TILES: gl.constexpr = 1):
+                 B_TILES: gl.constexpr = 1, step0=0):
     """A producer warp's loop: each K step's A tile (rows a_row0..) and B tiles (tile j at rows
     b_row0 + j * b_row_step..) by TMA into the ring, into a slot once its consumers have
-    released it (``empty``), arriving on ``ready``."""
+    released it (``empty``), arriving on ``ready``; the ring's step ``step0`` (its slot and
+    phase) takes K step 0, for a program that fills it tile after tile."""
     STAGES: gl.constexpr = a_smem.type.shape[0]
     for k in range(num_k):
-        s = k % STAGES
-        mbarrier.wait(empty.index(s), ((k // STAGES) & 1) ^ 1)  # a fresh barrier passes phase 1 at once
+        q = step0 + k
+        s = q % STAGES
+        mbarrier.wait(empty.index(s), ((q // STAGES) & 1) ^ 1)  # a fresh barrier passes phase 1 at once
         mbarrier.expect(ready.index(s), a_desc.block_type.nbytes + B_TILES * b_desc.block_type.nbytes)
         tma.async_copy_global_to_shared(a_desc, [a_row0, k * BLOCK_K], ready.index(s), a_smem.index(s))
         for j in gl.static_range(B_TILES):
@@ -327,11 +329,12 @@ def _ws_down_store(y_ptr, stride_y, route, acc, ws_scale, col0, H):
 
 
 @gluon.jit
-def _ws_down_consume(a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr, stride_y, ws_scale,
-                     a_row0, col0, H, num_k, WG: gl.constexpr):
+def ws_down_consume(a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr, stride_y, ws_scale,
+                    a_row0, col0, H, num_k, WG: gl.constexpr, step0=0):
     """Consumer warpgroup WG: plan rows a_row0 + WG*64 .. +64, each K step's partial promoted
     with the rows' activation scale for the step (loaded two steps ahead), then y in route order.
-    A W2 tile of 256 rows runs as two sub-tiles of 128, one partial alive at a time."""
+    A W2 tile of 256 rows runs as two sub-tiles of 128, one partial alive at a time.  K step 0
+    is the ring's step ``step0`` (``ws_fill_ring``)."""
     STAGES: gl.constexpr = a_smem.type.shape[0]
     BLOCK_N: gl.constexpr = w_smem.type.shape[1]
     SUB_N: gl.constexpr = min(BLOCK_N, 128)
@@ -344,8 +347,9 @@ def _ws_down_consume(a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr
     step_scale = gl.load(scale_row)
     following_scale = gl.load(scale_row + 1, mask=1 < num_k, other=0.0)
     for k in range(num_k):
-        s = k % STAGES
-        mbarrier.wait(ready.index(s), (k // STAGES) & 1)
+        q = step0 + k
+        s = q % STAGES
+        mbarrier.wait(ready.index(s), (q // STAGES) & 1)
         a = a_smem.index(s).slice(WG * 64, 64)
         ahead_scale = gl.load(scale_row + k + 2, mask=k + 2 < num_k, other=0.0)
         part = _ws_down_partial(a, w_smem.index(s), 0, SUB_N, mma)
@@ -369,16 +373,16 @@ def _ws_down_consume(a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr
 def _ws_down_consumer0(a_desc, w_desc, a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr, stride_y,
                        ws_scale, a_row0, w_row0, col0, H, num_k):
     if num_k > 0:  # a block past num_blocks: nothing
-        _ws_down_consume(a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr, stride_y, ws_scale,
-                         a_row0, col0, H, num_k, 0)
+        ws_down_consume(a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr, stride_y, ws_scale,
+                        a_row0, col0, H, num_k, 0)
 
 
 @gluon.jit
 def _ws_down_consumer1(a_desc, w_desc, a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr, stride_y,
                        ws_scale, a_row0, w_row0, col0, H, num_k):
     if num_k > 0:
-        _ws_down_consume(a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr, stride_y, ws_scale,
-                         a_row0, col0, H, num_k, 1)
+        ws_down_consume(a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr, stride_y, ws_scale,
+                        a_row0, col0, H, num_k, 1)
 
 
 @gluon.jit
