@@ -113,6 +113,13 @@ def gluon_grouped_config(group_m: int = 1, block_m: int = 64) -> GroupedConfig:
                          group_m, 128, gluon=True)
 
 
+def gluon_config_like(cfg: GroupedConfig, block_m: int) -> GroupedConfig:
+    """The Gluon tile set at ``block_m`` that walks as many rows per weight tile as ``cfg``
+    does (its GROUP_M scaled by the BLOCK_M ratio, at least 1): what the probes and
+    ``bench.kernels`` set beside a served config."""
+    return gluon_grouped_config(max(1, cfg.group_m * cfg.block_m // block_m), block_m)
+
+
 def gluon_fallback(cfg: GroupedConfig) -> GroupedConfig:
     """What the Triton kernels run for a Gluon config where the Gluon kernels do not
     (``grouped.uses_gluon``; fp8_block borrowing an fp8_tensor entry): its tiles with gluon

@@ -15,11 +15,12 @@ warp-specialised one:
   warp issues the TMA loads (the one-partition kernels sync the CTA before each issue: 33-44%
   of their stall cycles, Nsight Compute, eleventh session), and two consumer warpgroups share
   the B tile and release each ring slot apart, so one's promotion runs under the other's wgmma.
-  Compiled here for sm_90 without spills at 128 x 128 and 128 x 256 (half the L2 bytes per
-  output of 64 x 128; 197 KB of shared memory at 4 stages), the consumers at up to 232-248
-  registers by ``setmaxnreg``.  (Storing C through a layout conversion, as the other modes do,
-  spilled 84 instructions at 128 x 256.)  Not run on a GPU yet: ``--tile 128,256,128 --modes
-  ws`` times it, ``--tile 128,128,128 --warps 8 --modes wait,ws`` against ``wait``.
+  Compiled for sm_90 without spills at 128 x 128 and 128 x 256 (half the L2 bytes per output
+  of 64 x 128; 197 KB of shared memory at 4 stages), the consumers at up to 232-248 registers by
+  ``setmaxnreg``.  (Storing C through a layout conversion, as the other modes do, spilled 84
+  instructions at 128 x 256.)  Twelfth session, Mixtral's gate/up and down: 1168 / 1241
+  TFLOP/s at 128 x 128, 1248 / 1299 at 128 x 256, against ``wait``'s 1042 / 1060 at 64 x 128;
+  the library's warp-specialised grouped kernels take this form.
 
 The question for the grouped path (issue 3's five slow fp8_tensor cases, 1.15-1.27x vLLM's
 time): does ``pingpong`` run at ``chain``'s rate?  If so, the grouped FP8 gate/up is worth
@@ -44,7 +45,7 @@ from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository, for fusedmoe
 from fusedmoe.paths._grouped_gluon_kernels import (  # noqa: E402
-    WS_CONSUMER_REGS, WS_LOADER_REGS, WS_MAXNREG, ws_fill_ring, ws_ring)
+    WS_CONSUMER_REGS, WS_LOADER_REGS, WS_MAXNREG, ws_fill_ring, ws_partial, ws_ring)
 
 MODES = {"chain": 0, "wait": 1, "pingpong": 2, "ws": 3}  # ws: fp8_gemm_ws_kernel
 # (M, N, K): rows per expert x gate/up or down of a grouped layer at large M
@@ -148,15 +149,6 @@ def _ws_loader(a_desc, b_desc, a_smem, b_smem, ready, empty, c_ptr, off_m, off_n
 
 
 @gluon.jit
-def ws_promoted_step(a, b_slot, acc, j: gl.constexpr, SUB_N: gl.constexpr, layout: gl.constexpr):
-    """acc + the K step's product with rows j*SUB_N.. of the slot's B tile: a fresh partial,
-    waited for, then added in fp32 (the promotion)."""
-    b = b_slot.slice(j * SUB_N, SUB_N).permute((1, 0))
-    tok = warpgroup_mma(a, b, gl.zeros(acc.shape, dtype=gl.float32, layout=layout), use_acc=False, is_async=True)
-    return acc + warpgroup_mma_wait(num_outstanding=0, deps=(tok,))
-
-
-@gluon.jit
 def _ws_store(c_ptr, acc, row0, col0, M, N, stride_cm):
     """acc stored from its MMA layout (a layout conversion would hold a second copy)."""
     rows = row0 + gl.arange(0, acc.shape[0], layout=gl.SliceLayout(1, acc.type.layout))
@@ -183,9 +175,9 @@ def _ws_consume(a_smem, b_smem, ready, empty, c_ptr, off_m, off_n, M, N, num_k, 
         s = k % STAGES
         mbarrier.wait(ready.index(s), (k // STAGES) & 1)
         a = a_smem.index(s).slice(WG * 64, 64)
-        acc0 = ws_promoted_step(a, b_smem.index(s), acc0, 0, SUB_N, layout)
+        acc0 += ws_partial(a, b_smem.index(s), 0, SUB_N, layout)
         if PARTS > 1:
-            acc1 = ws_promoted_step(a, b_smem.index(s), acc1, 1, SUB_N, layout)
+            acc1 += ws_partial(a, b_smem.index(s), 1, SUB_N, layout)
         mbarrier.arrive(empty.index(s), count=1)  # the warpgroup's wgmmas are done with the slot
     _ws_store(c_ptr, acc0, off_m + WG * 64, off_n, M, N, stride_cm)
     if PARTS > 1:

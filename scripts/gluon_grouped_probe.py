@@ -228,7 +228,7 @@ def run_gpu(gemms: list[str], names: list[str], tokens: list[int], group_m: int 
             flat = ids.view(-1).long()
             cfg = policy.select_config("grouped", m, top_k, e_num, hidden, inter, "fp8_tensor", device_name(dev),
                                        num_sms(dev))
-            g_cfgs = {bm: policy.gluon_grouped_config(group_m or max(1, cfg.group_m * cfg.block_m // bm), bm)
+            g_cfgs = {bm: policy.gluon_grouped_config(group_m, bm) if group_m else policy.gluon_config_like(cfg, bm)
                       for bm in block_ms}
             if 128 in g_cfgs and (ws_stages or ws_down_n):
                 ws = g_cfgs[128]

@@ -481,6 +481,10 @@ def test_gluon_move_and_what_a_gluon_entry_serves(monkeypatch):
     assert policy.legal("grouped", borrowed, "fp8_block")
     with pytest.raises(ValueError, match="block_m"):
         policy.gluon_grouped_config(1, 32)
+    # beside a served config, the set at another BLOCK_M walks as many rows per weight tile
+    served = policy.GroupedConfig(64, policy.Tile(128, 128, 8, 3), policy.Tile(128, 128, 8, 3), 8)
+    assert policy.gluon_config_like(served, 128) == policy.gluon_grouped_config(4, 128)
+    assert policy.gluon_config_like(dataclasses.replace(served, block_m=16, group_m=1), 64).group_m == 1
 
 
 def test_descent_reaches_gluon_from_a_start_clamped_by_its_k_step():

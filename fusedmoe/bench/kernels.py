@@ -100,8 +100,7 @@ def _gluon_config(shape, fmt: str, m: int, dev: torch.device, block_m: int) -> p
     """The Gluon GEMMs' config at ``block_m``, its group_m walking as many rows per weight tile
     as the grouped config served at this case."""
     facts = (m, shape.top_k, shape.num_local_experts, shape.hidden_size, shape.intermediate_size, fmt)
-    served = policy.select_config("grouped", *facts, device_name(dev), num_sms(dev))
-    return policy.gluon_grouped_config(max(1, served.group_m * served.block_m // block_m), block_m)
+    return policy.gluon_config_like(policy.select_config("grouped", *facts, device_name(dev), num_sms(dev)), block_m)
 
 
 def main(argv=None) -> int:

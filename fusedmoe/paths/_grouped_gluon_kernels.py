@@ -87,6 +87,26 @@ def _program_block(num_n, block_expert_ptr, num_blocks_ptr, GROUP_M: gl.constexp
 
 
 @gluon.jit
+def _store_y(y_ptr, stride_y, route, acc, ws_scale, col0, H):
+    """Down's output: y[route, col0..] = ws_scale * acc in y's dtype, for held routes (route >= 0)
+    and columns below H (route [rows], acc [rows, N] fp32 in an MMA layout)."""
+    n = col0 + gl.arange(0, acc.shape[1], layout=gl.SliceLayout(0, acc.type.layout))
+    gl.store(y_ptr + route.to(gl.int64)[:, None] * stride_y + n[None, :],
+             (acc * ws_scale).to(y_ptr.dtype.element_ty), mask=(route >= 0)[:, None] & (n < H)[None, :])
+
+
+@gluon.jit
+def _store_act(act_ptr, stride_act, xs_ptr, p, gate, up, ws_scale, col0, I):
+    """Gate/up's output: act[p, col0..] = SiLU(g) * u for plan rows p, columns below I, where g
+    and u are the gate and up sums [rows, N] (fp32, an MMA layout) scaled by xs[p] * ws_scale."""
+    rs = gl.load(xs_ptr + p) * ws_scale
+    h = glu(gate * rs[:, None], up * rs[:, None], SILU)
+    n = col0 + gl.arange(0, gate.shape[1], layout=gl.SliceLayout(0, gate.type.layout))
+    gl.store(act_ptr + p.to(gl.int64)[:, None] * stride_act + n[None, :], h.to(act_ptr.dtype.element_ty),
+             mask=(n < I)[None, :])
+
+
+@gluon.jit
 def _ring(a_desc, w_desc, a_row0, w_row0, u_row0, num_k, STAGES: gl.constexpr, TWO_W: gl.constexpr):
     """The ring of STAGES slots, its first STAGES steps' loads issued (``_load_step``): A tiles,
     weight tiles (and with TWO_W a second weight tile per step, else the first stands in), one
@@ -181,10 +201,7 @@ def gluon_grouped_down_kernel(a_desc, as_ptr, w_desc, ws_ptr, routes_ptr, block_
         step_scale = next_scale
     _drain(bars, STAGES)
 
-    acc = acc * gl.load(ws_ptr + e)
-    n = nt * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, mma))
-    gl.store(y_ptr + route.to(gl.int64)[:, None] * stride_y + n[None, :], acc.to(y_ptr.dtype.element_ty),
-             mask=(route >= 0)[:, None] & (n < H)[None, :])
+    _store_y(y_ptr, stride_y, route, acc, gl.load(ws_ptr + e), nt * BLOCK_N, H)
 
 
 @gluon.jit
@@ -230,11 +247,7 @@ def gluon_grouped_gate_up_kernel(x_desc, xs_ptr, w_desc, ws_ptr, block_expert_pt
     _drain(bars, STAGES)
 
     p = b * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, mma))
-    s = gl.load(xs_ptr + p) * gl.load(ws_ptr + e)
-    h = glu(gate * s[:, None], up * s[:, None], SILU)
-    n = nt * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, mma))
-    gl.store(act_ptr + p.to(gl.int64)[:, None] * stride_act + n[None, :], h.to(act_ptr.dtype.element_ty),
-             mask=(n < I)[None, :])
+    _store_act(act_ptr, stride_act, xs_ptr, p, gate, up, gl.load(ws_ptr + e), nt * BLOCK_N, I)
 
 
 # ---- Warp-specialised forms on 128-row plan blocks (GroupedConfig.block_m == 128) ----
@@ -313,19 +326,12 @@ def _ws_down_loader(a_desc, w_desc, a_smem, w_smem, ready, empty, as_ptr, stride
 
 
 @gluon.jit
-def _ws_down_partial(a, w_slot, j: gl.constexpr, SUB_N: gl.constexpr, layout: gl.constexpr):
-    """A K step's [64, SUB_N] partial against rows j*SUB_N.. of the slot's W2 tile, waited for."""
+def ws_partial(a, w_slot, j: gl.constexpr, SUB_N: gl.constexpr, layout: gl.constexpr):
+    """A consumer warpgroup's K-step partial [64, SUB_N] (fp32, ``layout``): its A rows ``a``
+    against rows j*SUB_N.. of the slot's weight tile, a fresh wgmma waited for."""
     zero = gl.zeros((64, SUB_N), dtype=gl.float32, layout=layout)
     tok = warpgroup_mma(a, w_slot.slice(j * SUB_N, SUB_N).permute((1, 0)), zero, use_acc=False, is_async=True)
     return warpgroup_mma_wait(num_outstanding=0, deps=(tok,))
-
-
-@gluon.jit
-def _ws_down_store(y_ptr, stride_y, route, acc, ws_scale, col0, H):
-    """y[route, col0..] = ws_scale * acc for the held routes (route >= 0), columns below H."""
-    n = col0 + gl.arange(0, acc.shape[1], layout=gl.SliceLayout(0, acc.type.layout))
-    gl.store(y_ptr + route.to(gl.int64)[:, None] * stride_y + n[None, :],
-             (acc * ws_scale).to(y_ptr.dtype.element_ty), mask=(route >= 0)[:, None] & (n < H)[None, :])
 
 
 @gluon.jit
@@ -352,10 +358,10 @@ def ws_down_consume(a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr,
         mbarrier.wait(ready.index(s), (q // STAGES) & 1)
         a = a_smem.index(s).slice(WG * 64, 64)
         ahead_scale = gl.load(scale_row + k + 2, mask=k + 2 < num_k, other=0.0)
-        part = _ws_down_partial(a, w_smem.index(s), 0, SUB_N, mma)
+        part = ws_partial(a, w_smem.index(s), 0, SUB_N, mma)
         if BLOCK_N > SUB_N:
             acc0 += part * step_scale[:, None]
-            part = _ws_down_partial(a, w_smem.index(s), 1, SUB_N, mma)
+            part = ws_partial(a, w_smem.index(s), 1, SUB_N, mma)
         mbarrier.arrive(empty.index(s), count=1)  # this warpgroup's wgmmas are done with the slot
         if BLOCK_N > SUB_N:
             acc1 += part * step_scale[:, None]
@@ -364,9 +370,9 @@ def ws_down_consume(a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr,
         step_scale = following_scale
         following_scale = ahead_scale
     route = gl.load(routes_ptr + p)
-    _ws_down_store(y_ptr, stride_y, route, acc0, ws_scale, col0, H)
+    _store_y(y_ptr, stride_y, route, acc0, ws_scale, col0, H)
     if BLOCK_N > SUB_N:
-        _ws_down_store(y_ptr, stride_y, route, acc1, ws_scale, col0 + SUB_N, H)
+        _store_y(y_ptr, stride_y, route, acc1, ws_scale, col0 + SUB_N, H)
 
 
 @gluon.jit
@@ -431,11 +437,7 @@ def _ws_gate_up_consume(a_smem, w_smem, ready, empty, xs_ptr, ws_scale, act_ptr,
         mbarrier.arrive(empty.index(s), count=1)  # this warpgroup's wgmmas are done with the slot
         up += up_part
     p = a_row0 + WG * 64 + gl.arange(0, 64, layout=gl.SliceLayout(1, mma))
-    rs = gl.load(xs_ptr + p) * ws_scale
-    h = glu(gate * rs[:, None], up * rs[:, None], SILU)
-    n = col0 + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, mma))
-    gl.store(act_ptr + p.to(gl.int64)[:, None] * stride_act + n[None, :], h.to(act_ptr.dtype.element_ty),
-             mask=(n < I)[None, :])
+    _store_act(act_ptr, stride_act, xs_ptr, p, gate, up, ws_scale, col0, I)
 
 
 @gluon.jit
