@@ -97,10 +97,13 @@ def variants(path: str, m: int, shape, fmt: str) -> list[tuple[str, object]]:
                                       shape.intermediate_size, fmt, sms)
     down = policy.Tile(16, 128, 4, 3, swap_ab=True) if fmt in FP8_FORMATS else base.down  # FP8: tensor-core down too
     mma = policy.RouteDirectConfig(policy.Tile(32, 128, 4, 3, 2, swap_ab=True), down)
-    return [(path, None), (path + "_mma", mma), (path + "_nopdl", dataclasses.replace(base, pdl=False)),
+    runs = [(path, None), (path + "_mma", mma), (path + "_nopdl", dataclasses.replace(base, pdl=False)),
             (path + "_pdl", dataclasses.replace(base, pdl=True)),
             (path + "_mma_pdl", dataclasses.replace(mma, pdl=True)),
             (path + "_tiles4", dataclasses.replace(base, down_tiles=4, pdl=True))]  # the heuristic's down is GEMV
+    if fmt in FP8_FORMATS and not base.gate_up.swap_ab:
+        runs.append((path + "_fp16", dataclasses.replace(base, fp16_products=True)))
+    return runs
 
 
 def accuracy(out_dir: Path, tokens=(1, 8, 64, 512, 4096), shapes=PEER_SHAPES) -> list[dict]:

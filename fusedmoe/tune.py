@@ -42,7 +42,7 @@ MAX_REL_L2 = 0.01
 
 def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
     """(field, value) moves of the coordinate descent: 'gate_up'/'down' tiles, 'block_m',
-    'group_m', route-direct 'pdl' and 'down_tiles', grouped FP8 'block_m+gate_up' (both at
+    'group_m', route-direct 'pdl', 'down_tiles' and (FP8) 'fp16_products', grouped FP8 'block_m+gate_up' (both at
     once: value (BLOCK_M, gate/up tile)), grouped fp8_tensor 'gluon' (value: the Gluon tile set's
     BLOCK_M, or False: off)."""
     fp8 = fmt in FP8_FORMATS
@@ -68,6 +68,9 @@ def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
                 yield "down", policy.Tile(dn, bk, 4, 3, swap_ab=True)
         for tiles in (1, 2, 4, 8):
             yield "down_tiles", tiles
+        if fp8:
+            for half in (False, True):
+                yield "fp16_products", half
         return
     # Grouped tiles swap A and B exactly when BLOCK_M < 64 (``apply`` sets it): below 64 rows
     # the unswapped tile has no wgmma, above it the swap gains nothing (scripts/compile_check.py).
@@ -104,7 +107,7 @@ def apply(cfg, field: str, value, promote_k: int | None = None):
     promote FP8 sums at most every BLOCK_K columns: every min(promote_k, BLOCK_K) columns when
     ``promote_k`` (descent's interval: the rule's at the case's M, ``promote_rule``) is given, so
     a move back to a longer K step restores it; a route-direct tensor-core down takes
-    down_tiles 1)."""
+    down_tiles 1; with both kernels tensor-core forms, fp16_products False)."""
     if field == "block_m+gate_up":
         cfg = dataclasses.replace(cfg, block_m=value[0], gate_up=value[1])
     elif field == "gluon":  # value: the BLOCK_M of the Gluon kernels' tiles, or False: what Triton runs of them
@@ -112,7 +115,9 @@ def apply(cfg, field: str, value, promote_k: int | None = None):
     else:
         cfg = dataclasses.replace(cfg, **{field: value})
     if isinstance(cfg, policy.RouteDirectConfig):
-        return dataclasses.replace(cfg, down_tiles=1) if cfg.down.swap_ab else cfg
+        cfg = dataclasses.replace(cfg, down_tiles=1) if cfg.down.swap_ab else cfg
+        both_mma = cfg.gate_up.swap_ab and cfg.down.swap_ab
+        return dataclasses.replace(cfg, fp16_products=False) if both_mma else cfg
     if isinstance(cfg, policy.GroupedConfig):
         cfg = dataclasses.replace(cfg, **{f: dataclasses.replace(getattr(cfg, f), swap_ab=cfg.block_m < 64)
                                           for f in ("gate_up", "down")})

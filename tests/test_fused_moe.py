@@ -277,6 +277,36 @@ def test_route_direct_split_k_and_small_tiles(fmt, gate_up, device):
     run_and_check(weights, x, tw, ids, "route_direct", config=cfg)
 
 
+@pytest.mark.parametrize("fmt", ["fp8_tensor", "fp8_block"])
+@pytest.mark.parametrize("gate_up,down_tiles", [(policy.Tile(8, 128, 4, 1), 1),
+                                                (policy.Tile(4, 512, 4, 1, split_k=2), 2)])
+def test_route_direct_fp16_products(fmt, gate_up, down_tiles, device):
+    # The GEMV kernels with their products in packed fp16 (each 16 columns of x or act under their own
+    # power-of-two scale): x spanning 2^-20..2^4 across columns, a row of zeros and a row whose
+    # chunks' products would pass fp16's range unscaled (|w| as stored is up to 448) must
+    # neither overflow nor lose the small columns' share.
+    weights, x, tw, ids = make_layer(4, 6, 3, 384, 136, fmt, device, p_drop=0.0)
+    spread = torch.exp2(torch.linspace(-20, 4, 384, device=device))[torch.randperm(384, device=device)]
+    x = (x.float() * spread).to(ACT_DTYPE)
+    x[1] = 0
+    x[2, ::16] = 200  # one per 16-column chunk: 200 * 448 > 2^15
+    half = policy.RouteDirectConfig(gate_up, policy.Tile(16, 128, 4, 1), down_tiles=down_tiles, fp16_products=True)
+    assert policy.legal("route_direct", half, fmt)
+    out = run_and_check(weights, x, tw, ids, "route_direct", config=half)
+    full = fused_moe(x, weights, tw, ids, path="route_direct", config=dataclasses.replace(half, fp16_products=False))
+    assert rel_l2(out, full) <= 2.0 ** -9
+
+
+def test_fp16_products_legality():
+    gemv = policy.RouteDirectConfig(policy.Tile(8, 128, 4, 1), policy.Tile(16, 128, 4, 1), fp16_products=True)
+    assert policy.legal("route_direct", gemv, "fp8_tensor") and policy.legal("route_direct", gemv, "fp8_block")
+    assert not policy.legal("route_direct", gemv, PLAIN_FORMAT)  # 16-bit weights: nothing to convert
+    mma = dataclasses.replace(gemv, gate_up=policy.Tile(16, 128, 4, 2, swap_ab=True))
+    assert policy.legal("route_direct", mma, "fp8_tensor")  # the GEMV down takes them
+    both = dataclasses.replace(mma, down=policy.Tile(16, 128, 4, 2, swap_ab=True))
+    assert not policy.legal("route_direct", both, "fp8_tensor")  # no GEMV form left
+
+
 def within_one_ulp(got, want):
     """got equals want (16-bit floats) but for at most 1% of elements, each one ulp off."""
     ulps = (got.view(torch.int16).int() - want.view(torch.int16).int()).abs()

@@ -311,7 +311,13 @@ def test_down_tiles_moves():
     assert not policy.legal("route_direct", dataclasses.replace(mma, down_tiles=2), "fp8_tensor")
     assert not policy.legal("route_direct", dataclasses.replace(gemv, down_tiles=0), "fp8_tensor")
     fields = {f for f, _ in tune.candidates("route_direct", "fp8_tensor")}
-    assert {"pdl", "gate_up", "down", "down_tiles"} == fields
+    assert {"pdl", "gate_up", "down", "down_tiles", "fp16_products"} == fields
+    assert "fp16_products" not in {f for f, _ in tune.candidates("route_direct", "bf16")}
+    half = tune.apply(gemv, "fp16_products", True)
+    assert half.fp16_products and policy.legal("route_direct", half, "fp8_tensor")
+    mma_gate_up = tune.apply(half, "gate_up", policy.Tile(16, 128, 4, 3, swap_ab=True))
+    assert mma_gate_up.fp16_products and policy.legal("route_direct", mma_gate_up, "fp8_tensor")  # down: GEMV
+    assert not tune.apply(mma_gate_up, "down", policy.Tile(16, 128, 4, 3, swap_ab=True)).fp16_products
 
 
 def test_restricted_tuning_compiles_every_combination_of_its_moves():

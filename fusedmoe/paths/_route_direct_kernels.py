@@ -67,6 +67,50 @@ def _row_dot(w, v, scale_ptrs, scale_ok, W_SCALE: tl.constexpr, ROWS: tl.constex
     return tl.sum(prod, axis=1)
 
 
+# fp16 products: columns per power-of-two activation scale, and the magnitude it scales them to
+FP16_CHUNK = tl.constexpr(16)
+
+
+@triton.jit
+def _fp16_chunks(v, ROWS: tl.constexpr, BLOCK_K: tl.constexpr):
+    """Activation rows v [ROWS, BLOCK_K] (fp32) for fp16 products: each FP16_CHUNK columns divided
+    by the power of two that puts their largest magnitude in [4, 8) and rounded to fp16 (exact
+    for bf16 and fp16 values above 2^-17 of that maximum; an all-tiny chunk, below 2^-124, is
+    left unscaled and flushes).  Returns (v16 [ROWS, NC, FP16_CHUNK/2, 2], scale [ROWS, NC])."""
+    NC: tl.constexpr = BLOCK_K // FP16_CHUNK
+    vc = tl.reshape(v, (ROWS, NC, FP16_CHUNK))
+    ex = (tl.max(tl.abs(vc), axis=2).to(tl.int32, bitcast=True) >> 23) & 0xFF  # amax = 2^(ex-127) * 1.f
+    normal = ex > 2
+    scale = tl.where(normal, (ex - 2) << 23, 127 << 23).to(tl.float32, bitcast=True)
+    inv = tl.where(normal, (256 - ex) << 23, 127 << 23).to(tl.float32, bitcast=True)
+    return tl.reshape((vc * inv[:, :, None]).to(tl.float16), (ROWS, NC, FP16_CHUNK // 2, 2)), scale
+
+
+@triton.jit
+def _pair_sums(w16, v16):
+    """sum over the chunk of w16 * v16 ([..., NC, FP16_CHUNK/2, 2] fp16, below 2^15 in magnitude:
+    |w| <= 448 as stored, |v16| < 8), each lane of a column pair summing its 8 products in fp16,
+    the two lanes then added in fp32: [..., NC]."""
+    return tl.sum(tl.sum(w16 * v16, axis=-2).to(tl.float32), axis=-1)
+
+
+@triton.jit
+def _row_dot_fp16(w, v, scale_ptrs, scale_ok, W_SCALE: tl.constexpr, ROWS: tl.constexpr, BLOCK_K: tl.constexpr):
+    """_row_dot of FP8 weights w [ROWS, BLOCK_K] (as stored) with one activation row v [BLOCK_K]
+    (fp32), the products in packed fp16 (``RouteDirectConfig.fp16_products``): v under
+    ``_fp16_chunks``, ``_pair_sums`` per chunk, each scaled back, summed in fp32.  One e4m3-pair
+    conversion and one fp16-pair FMA per two weights, where the fp32 form takes a conversion and
+    an FMA per weight besides."""
+    NC: tl.constexpr = BLOCK_K // FP16_CHUNK
+    v16, scale = _fp16_chunks(tl.reshape(v, (1, BLOCK_K)), 1, BLOCK_K)
+    w16 = tl.reshape(w.to(tl.float16), (ROWS, NC, FP16_CHUNK // 2, 2))
+    chunk = _pair_sums(w16, v16) * scale  # [ROWS, NC]
+    if W_SCALE == 2:
+        part = tl.sum(tl.reshape(chunk, (ROWS, BLOCK_K // 128, 128 // FP16_CHUNK)), axis=2)
+        return tl.sum(part * tl.load(scale_ptrs, mask=scale_ok, other=0.0), axis=1)
+    return tl.sum(chunk, axis=1)
+
+
 @triton.jit
 def _gate_up_program(R, I, H, SPLIT_K: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                      PDL: tl.constexpr):
@@ -98,10 +142,12 @@ def route_gate_up_kernel(
         x_ptr, w_ptr, ws_ptr, b_ptr, ids_ptr, act_ptr,
         H, I, R, expert_offset, num_local, TOPK, stride_x, stride_we, stride_wn, stride_wse, stride_wsn,
         W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr,
-        BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr = False):
+        BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr = False,
+        FP16_PRODUCTS: tl.constexpr = False):
     """SPLIT_K == 1: act[r, n] = act(G_e x_t + b_g)[n] * (U_e x_t + b_u)[n]; else act[s, r, :] =
     partial [G_e x_t, U_e x_t] over the s-th K range (the bias in split 0).  e = ids[r] -
-    expert_offset, t = r // TOPK; bias b [E, 2I] if HAS_BIAS."""
+    expert_offset, t = r // TOPK; bias b [E, 2I] if HAS_BIAS.  FP16_PRODUCTS (FP8 weights):
+    the products in packed fp16 (``_row_dot_fp16``)."""
     r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi = _gate_up_program(R, I, H, SPLIT_K, BLOCK_N, BLOCK_K, PDL)
     gid = tl.load(ids_ptr + r)
     if not is_held(gid, expert_offset, num_local):
@@ -120,8 +166,12 @@ def route_gate_up_kernel(
         v = tl.load(x_base + kk, mask=k_ok, other=0.0)
         w = tl.load(w_base + kk[None, :], mask=n_ok[:, None] & k_ok[None, :], other=0.0)
         g = k0 // 128 + offs_g
-        acc += _row_dot(w.to(tl.float32), v.to(tl.float32)[None, :], s_base + g[None, :],
-                        n_ok[:, None] & (g * 128 < k_hi)[None, :], W_SCALE, 2 * BLOCK_N, BLOCK_K)
+        s_ok = n_ok[:, None] & (g * 128 < k_hi)[None, :]
+        if FP16_PRODUCTS:
+            acc += _row_dot_fp16(w, v.to(tl.float32), s_base + g[None, :], s_ok, W_SCALE, 2 * BLOCK_N, BLOCK_K)
+        else:
+            acc += _row_dot(w.to(tl.float32), v.to(tl.float32)[None, :], s_base + g[None, :], s_ok, W_SCALE,
+                            2 * BLOCK_N, BLOCK_K)
     if W_SCALE == 1:
         acc = acc * tl.load(ws_ptr + e)
     if HAS_BIAS:
@@ -289,14 +339,26 @@ def _down_weights(w_ptr, e, held, t0, it, steps, offs_n, offs_k, H, I, stride_we
 @triton.jit
 def _down_step(act_ptr, w, r, held, row_ok, k0, offs_k, offs_g, s_base, I, R, KP: tl.constexpr,
                W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, BLOCK_N: tl.constexpr,
-               BLOCK_K: tl.constexpr):
+               BLOCK_K: tl.constexpr, FP16_PRODUCTS: tl.constexpr):
     """One K step of route_down_kernel: the token's per-route products [KP, BLOCK_N] of weight
-    tile w [KP, BLOCK_N, BLOCK_K] (loaded) with the routes' act columns k0 + offs_k."""
+    tile w [KP, BLOCK_N, BLOCK_K] (loaded) with the routes' act columns k0 + offs_k (FP16_PRODUCTS:
+    as ``_row_dot_fp16``, each route's act row under its own chunk scales)."""
     kk = k0 + offs_k
     a = _load_act(act_ptr, r, held, kk, I, R, SPLIT_K, ACTIVATION)
+    g = k0 // 128 + offs_g
+    if FP16_PRODUCTS:
+        NC: tl.constexpr = BLOCK_K // FP16_CHUNK
+        a16, scale = _fp16_chunks(a, KP, BLOCK_K)
+        w16 = tl.reshape(w.to(tl.float16), (KP, BLOCK_N, NC, FP16_CHUNK // 2, 2))
+        chunk = _pair_sums(w16, a16[:, None, :, :, :]) * scale[:, None, :]  # [KP, BLOCK_N, NC]
+        if W_SCALE == 2:
+            part = tl.sum(tl.reshape(chunk, (KP, BLOCK_N, BLOCK_K // 128, 128 // FP16_CHUNK)), axis=3)
+            sw = tl.load(s_base[:, :, None] + g[None, None, :],
+                         mask=row_ok[:, :, None] & (g * 128 < I)[None, None, :], other=0.0)
+            return tl.sum(part * sw, axis=2)
+        return tl.sum(chunk, axis=2)
     w = tl.reshape(w.to(tl.float32), (KP * BLOCK_N, BLOCK_K))
     v = tl.reshape(tl.broadcast_to(a[:, None, :], (KP, BLOCK_N, BLOCK_K)), (KP * BLOCK_N, BLOCK_K))
-    g = k0 // 128 + offs_g
     sp = tl.reshape(tl.broadcast_to(s_base[:, :, None], (KP, BLOCK_N, offs_g.shape[0])),
                     (KP * BLOCK_N, offs_g.shape[0])) + g[None, :]
     s_ok = tl.reshape(tl.broadcast_to(row_ok[:, :, None], (KP, BLOCK_N, offs_g.shape[0])),
@@ -308,7 +370,8 @@ def _down_step(act_ptr, w, r, held, row_ok, k0, offs_k, offs_g, s_base, I, R, KP
 def _down_tile_step(act_ptr, w, acc, it, steps, t0, r, held, e, t, offs_n, offs_k, offs_g, ws_ptr, b_ptr, tw_ptr,
                     shared_ptr, out_ptr, H, I, R, stride_wse, stride_wsn, stride_s, stride_o, KP: tl.constexpr,
                     W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr,
-                    HAS_SHARED: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, TILES: tl.constexpr):
+                    HAS_SHARED: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, TILES: tl.constexpr,
+                    FP16_PRODUCTS: tl.constexpr):
     """Step ``it`` of route_down_kernel with its weight tile w (loaded): adds the token's
     per-route products [KP, BLOCK_N] to acc; with TILES > 1, at a tile's last K step, combines
     them into out and returns a zeroed acc for the next tile (TILES == 1: the caller combines
@@ -318,7 +381,7 @@ def _down_tile_step(act_ptr, w, acc, it, steps, t0, r, held, e, t, offs_n, offs_
     k0 = (it % steps) * BLOCK_K
     s_base = ws_ptr + e[:, None] * stride_wse + (n // 128)[None, :] * stride_wsn
     acc += _down_step(act_ptr, w, r, held, held[:, None] & n_ok[None, :], k0, offs_k, offs_g, s_base, I, R,
-                      KP, W_SCALE, SPLIT_K, ACTIVATION, BLOCK_N, BLOCK_K)
+                      KP, W_SCALE, SPLIT_K, ACTIVATION, BLOCK_N, BLOCK_K, FP16_PRODUCTS)
     if TILES > 1 and k0 + BLOCK_K >= I:
         _combine_token(acc, r, held, e, t, n, n_ok, ws_ptr, b_ptr, tw_ptr, shared_ptr, out_ptr, H, stride_s, stride_o,
                        W_SCALE, HAS_BIAS, HAS_SHARED)
@@ -332,7 +395,7 @@ def route_down_kernel(
         H, I, R, expert_offset, num_local, stride_we, stride_wn, stride_wse, stride_wsn, stride_s, stride_o,
         TOPK: tl.constexpr, W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, HAS_SHARED: tl.constexpr,
         ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-        PDL: tl.constexpr = False, TILES: tl.constexpr = 1):
+        PDL: tl.constexpr = False, TILES: tl.constexpr = 1, FP16_PRODUCTS: tl.constexpr = False):
     """out[t, n] = sum_j w[t,j] * (W2_e act_r + b_e)[n] (+ shared[t, n]), r = t*TOPK + j, over held
     routes; bias b [E, H] if HAS_BIAS.  A program computes TILES consecutive tiles of BLOCK_N
     rows of H for its token, one K step after another (its routes read once).  With PDL its
@@ -354,14 +417,16 @@ def route_down_kernel(
         _pdl_wait()
         acc = _down_tile_step(act_ptr, w, acc, 0, steps, t0, r, held, e, t, offs_n, offs_k, offs_g, ws_ptr,
                               b_ptr, tw_ptr, shared_ptr, out_ptr, H, I, R, stride_wse, stride_wsn, stride_s,
-                              stride_o, KP, W_SCALE, SPLIT_K, ACTIVATION, HAS_BIAS, HAS_SHARED, BLOCK_N, BLOCK_K, TILES)
+                              stride_o, KP, W_SCALE, SPLIT_K, ACTIVATION, HAS_BIAS, HAS_SHARED, BLOCK_N, BLOCK_K, TILES,
+                              FP16_PRODUCTS)
         first = 1
     for it in range(first, TILES * steps):
         w = _down_weights(w_ptr, e, held, t0, it, steps, offs_n, offs_k, H, I, stride_we, stride_wn,
                           BLOCK_N, BLOCK_K)
         acc = _down_tile_step(act_ptr, w, acc, it, steps, t0, r, held, e, t, offs_n, offs_k, offs_g, ws_ptr,
                               b_ptr, tw_ptr, shared_ptr, out_ptr, H, I, R, stride_wse, stride_wsn, stride_s,
-                              stride_o, KP, W_SCALE, SPLIT_K, ACTIVATION, HAS_BIAS, HAS_SHARED, BLOCK_N, BLOCK_K, TILES)
+                              stride_o, KP, W_SCALE, SPLIT_K, ACTIVATION, HAS_BIAS, HAS_SHARED, BLOCK_N, BLOCK_K, TILES,
+                              FP16_PRODUCTS)
     if TILES == 1:
         n = t0 * BLOCK_N + offs_n
         _combine_token(acc, r, held, e, t, n, n < H, ws_ptr, b_ptr, tw_ptr, shared_ptr, out_ptr, H, stride_s, stride_o,
