@@ -278,23 +278,47 @@ def test_route_direct_split_k_and_small_tiles(fmt, gate_up, device):
 
 
 @pytest.mark.parametrize("fmt", ["fp8_tensor", "fp8_block"])
-@pytest.mark.parametrize("gate_up,down_tiles", [(policy.Tile(8, 128, 4, 1), 1),
-                                                (policy.Tile(4, 512, 4, 1, split_k=2), 2)])
-def test_route_direct_fp16_products(fmt, gate_up, down_tiles, device):
-    # The GEMV kernels with their products in packed fp16 (each 16 columns of x or act under their own
-    # power-of-two scale): x spanning 2^-20..2^4 across columns, a row of zeros and a row whose
-    # chunks' products would pass fp16's range unscaled (|w| as stored is up to 448) must
-    # neither overflow nor lose the small columns' share.
-    weights, x, tw, ids = make_layer(4, 6, 3, 384, 136, fmt, device, p_drop=0.0)
-    spread = torch.exp2(torch.linspace(-20, 4, 384, device=device))[torch.randperm(384, device=device)]
+@pytest.mark.parametrize("gate_up,down,down_tiles", [
+    (policy.Tile(8, 128, 4, 1), policy.Tile(16, 256, 4, 1), 1),  # down steps of two 128-column scale groups
+    (policy.Tile(4, 512, 4, 1, split_k=2), policy.Tile(8, 512, 4, 1), 2)])
+def test_route_direct_fp16_products(fmt, gate_up, down, down_tiles, device):
+    # The GEMV kernels with their products in packed fp16 (each 16 columns of x or act under their
+    # own power-of-two scale), on ragged sizes (H 1000: partial K steps and splits; I 200: 12.5
+    # chunks), dropped routes and an expert window, with x spanning 2^-20..2^4 across columns and
+    # a row of zeros: the fp32-product form's output within fp16's rounding.
+    m, e, k, h, i = 4, 6, 3, 1000, 200
+    weights, x, _, _ = make_layer(m, e, k, h, i, fmt, device)
+    ids = torch.randint(-1, 9, (m, k), device=device, dtype=torch.int32)  # this rank: experts [2, 8)
+    tw = torch.rand(m, k, device=device)
+    spread = torch.exp2(torch.linspace(-20, 4, h, device=device))[torch.randperm(h, device=device)]
     x = (x.float() * spread).to(ACT_DTYPE)
     x[1] = 0
-    x[2, ::16] = 200  # one per 16-column chunk: 200 * 448 > 2^15
-    half = policy.RouteDirectConfig(gate_up, policy.Tile(16, 128, 4, 1), down_tiles=down_tiles, fp16_products=True)
+    half = policy.RouteDirectConfig(gate_up, down, down_tiles=down_tiles, fp16_products=True)
     assert policy.legal("route_direct", half, fmt)
-    out = run_and_check(weights, x, tw, ids, "route_direct", config=half)
-    full = fused_moe(x, weights, tw, ids, path="route_direct", config=dataclasses.replace(half, fp16_products=False))
+    out = run_and_check(weights, x, tw, ids, "route_direct", offset=2, n_global=9, config=half)
+    full = fused_moe(x, weights, tw, ids, path="route_direct", expert_offset=2, num_experts=9,
+                     config=dataclasses.replace(half, fp16_products=False))
     assert rel_l2(out, full) <= 2.0 ** -9
+
+
+@pytest.mark.parametrize("fmt", ["fp8_tensor", "fp8_block"])
+def test_route_direct_fp16_products_at_the_fp16_bound(fmt, device):
+    # The largest sums the fp16 products can meet: a gate row whose first 16 weights are stored
+    # as 448 (each expert's largest weight) against 16 activations that scale to just under 8:
+    # each lane sums 8 products of 448 * 7.97 = 28560, below 2^15 (a scale window one binade
+    # higher would reach inf).
+    e, h, i = 3, 256, 48
+    w13 = torch.randn(e, 2 * i, h, device=device) * 0.05
+    w13[:, 0, :16] = 1.0
+    w2 = torch.randn(e, h, i, device=device) * 0.05
+    weights = ExpertWeights.from_dense(w13, w2, fmt)
+    x = (torch.randn(2, h, device=device) * 0.05).to(ACT_DTYPE)
+    x[:, :16] = 1.9921875  # exact in bf16 and fp16: scaled to 7.96875
+    ids = torch.tensor([[0, 1], [2, 0]], device=device, dtype=torch.int32)
+    tw = torch.full((2, 2), 0.5, device=device)
+    half = policy.RouteDirectConfig(policy.Tile(8, 256, 4, 1), policy.Tile(16, 128, 4, 1), fp16_products=True)
+    out = run_and_check(weights, x, tw, ids, "route_direct", config=half)
+    assert torch.isfinite(out).all()
 
 
 def test_fp16_products_legality():
@@ -305,6 +329,8 @@ def test_fp16_products_legality():
     assert policy.legal("route_direct", mma, "fp8_tensor")  # the GEMV down takes them
     both = dataclasses.replace(mma, down=policy.Tile(16, 128, 4, 2, swap_ab=True))
     assert not policy.legal("route_direct", both, "fp8_tensor")  # no GEMV form left
+    narrow = dataclasses.replace(gemv, down=policy.Tile(16, 8, 4, 1))
+    assert not policy.legal("route_direct", narrow, "fp8_tensor")  # K steps of whole 16-column chunks
 
 
 def within_one_ulp(got, want):
