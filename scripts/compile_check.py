@@ -43,6 +43,10 @@ GATE_UP_BF16 = dict(x_ptr="*bf16", w_ptr="*bf16", act_ptr="*bf16", **PLAN)
 GATE_UP_FP8 = dict(x_ptr=FP8, w_ptr=FP8, act_ptr=FP8, **PLAN)
 DOWN_BF16 = dict(act_ptr="*bf16", w_ptr="*bf16", y_ptr="*bf16", **PLAN)
 DOWN_FP8 = dict(act_ptr=FP8, w_ptr=FP8, y_ptr="*bf16", **PLAN)
+ROUTE_GATE_UP_BF16 = dict(x_ptr="*bf16", w_ptr="*bf16", ids_ptr="*i32")
+ROUTE_GATE_UP_FP8 = dict(x_ptr="*bf16", w_ptr=FP8, ids_ptr="*i32")
+ROUTE_DOWN_BF16 = dict(w_ptr="*bf16", ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16")
+ROUTE_DOWN_FP8 = dict(w_ptr=FP8, ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16")
 
 
 def grouped(bm, bn, bk, swap, fp8, w_scale, **extra):
@@ -51,9 +55,13 @@ def grouped(bm, bn, bk, swap, fp8, w_scale, **extra):
                 GROUP_M=extra.pop("GROUP_M", 1), **extra)
 
 
-def route_down(topk, w_scale, split, shared, act, bias, bn, bk):
+def route_gate_up(w_scale, split, act, bias, bn, bk, **extra):
+    return dict(W_SCALE=w_scale, SPLIT_K=split, ACTIVATION=act, HAS_BIAS=bias, BLOCK_N=bn, BLOCK_K=bk, **extra)
+
+
+def route_down(topk, w_scale, split, shared, act, bias, bn, bk, **extra):
     return dict(TOPK=topk, W_SCALE=w_scale, SPLIT_K=split, HAS_SHARED=shared, ACTIVATION=act, HAS_BIAS=bias,
-                BLOCK_N=bn, BLOCK_K=bk)
+                BLOCK_N=bn, BLOCK_K=bk, **extra)
 
 
 def gate_up_narrow(fmt, bn, bm, warps, promote):
@@ -115,64 +123,52 @@ CASES = [
      grouped(128, 128, 128, False, True, 1, PROMOTE_K=128), 8, True),
     ("grouped_down fp8_block M128 promote128 (Gluon fallback)", grouped_down_kernel, DOWN_FP8,
      grouped(128, 128, 128, False, True, 2, PROMOTE_K=128), 8, True),
-    ("route_gate_up bf16", route_gate_up_kernel, dict(x_ptr="*bf16", w_ptr="*bf16", ids_ptr="*i32"),
-     dict(W_SCALE=0, SPLIT_K=1, ACTIVATION=0, HAS_BIAS=False, BLOCK_N=8, BLOCK_K=2048), 8, False),
-    ("route_gate_up fp8_tensor N2 K4096", route_gate_up_kernel, dict(x_ptr="*bf16", w_ptr=FP8, ids_ptr="*i32"),
-     dict(W_SCALE=1, SPLIT_K=1, ACTIVATION=0, HAS_BIAS=False, BLOCK_N=2, BLOCK_K=4096), 8, False),
-    ("route_gate_up fp8_block split2 oai+bias", route_gate_up_kernel, dict(x_ptr="*bf16", w_ptr=FP8, ids_ptr="*i32"),
-     dict(W_SCALE=2, SPLIT_K=2, ACTIVATION=2, HAS_BIAS=True, BLOCK_N=8, BLOCK_K=1024), 8, False),
-    ("route_gate_up fp8_tensor fp16 products N2 K4096", route_gate_up_kernel,
-     dict(x_ptr="*bf16", w_ptr=FP8, ids_ptr="*i32"),
-     dict(W_SCALE=1, SPLIT_K=1, ACTIVATION=0, HAS_BIAS=False, BLOCK_N=2, BLOCK_K=4096, FP16_PRODUCTS=True), 8, False),
-    ("route_gate_up fp8_block fp16 products split2 N16", route_gate_up_kernel,
-     dict(x_ptr="*bf16", w_ptr=FP8, ids_ptr="*i32"),
-     dict(W_SCALE=2, SPLIT_K=2, ACTIVATION=0, HAS_BIAS=False, BLOCK_N=16, BLOCK_K=512, FP16_PRODUCTS=True), 8, False),
-    ("route_gate_up_mma bf16 N32", route_gate_up_mma_kernel, dict(x_ptr="*bf16", w_ptr="*bf16", ids_ptr="*i32"),
-     dict(W_SCALE=0, SPLIT_K=1, ACTIVATION=0, HAS_BIAS=False, BLOCK_N=32, BLOCK_K=256), 4, True),
-    ("route_gate_up_mma fp8_block split2", route_gate_up_mma_kernel, dict(x_ptr="*bf16", w_ptr=FP8, ids_ptr="*i32"),
-     dict(W_SCALE=2, SPLIT_K=2, ACTIVATION=0, HAS_BIAS=True, BLOCK_N=32, BLOCK_K=128), 4, True),
-    ("route_gate_up_mma fp8_tensor N64 K128", route_gate_up_mma_kernel, dict(x_ptr="*bf16", w_ptr=FP8, ids_ptr="*i32"),
-     dict(W_SCALE=1, SPLIT_K=1, ACTIVATION=0, HAS_BIAS=False, BLOCK_N=64, BLOCK_K=128), 4, True),
-    ("route_gate_up_mma fp8_tensor N32 K256", route_gate_up_mma_kernel, dict(x_ptr="*bf16", w_ptr=FP8, ids_ptr="*i32"),
-     dict(W_SCALE=1, SPLIT_K=1, ACTIVATION=0, HAS_BIAS=False, BLOCK_N=32, BLOCK_K=256), 4, True),
-    ("route_down bf16 k8", route_down_kernel, dict(w_ptr="*bf16", ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16"),
+    ("route_gate_up bf16", route_gate_up_kernel, ROUTE_GATE_UP_BF16,
+     route_gate_up(0, 1, 0, False, 8, 2048), 8, False),
+    ("route_gate_up fp8_tensor N2 K4096", route_gate_up_kernel, ROUTE_GATE_UP_FP8,
+     route_gate_up(1, 1, 0, False, 2, 4096), 8, False),
+    ("route_gate_up fp8_block split2 oai+bias", route_gate_up_kernel, ROUTE_GATE_UP_FP8,
+     route_gate_up(2, 2, 2, True, 8, 1024), 8, False),
+    ("route_gate_up fp8_tensor fp16 products N2 K4096", route_gate_up_kernel, ROUTE_GATE_UP_FP8,
+     route_gate_up(1, 1, 0, False, 2, 4096, FP16_PRODUCTS=True), 8, False),
+    ("route_gate_up fp8_block fp16 products split2 N16", route_gate_up_kernel, ROUTE_GATE_UP_FP8,
+     route_gate_up(2, 2, 0, False, 16, 512, FP16_PRODUCTS=True), 8, False),
+    ("route_gate_up_mma bf16 N32", route_gate_up_mma_kernel, ROUTE_GATE_UP_BF16,
+     route_gate_up(0, 1, 0, False, 32, 256), 4, True),
+    ("route_gate_up_mma fp8_block split2", route_gate_up_mma_kernel, ROUTE_GATE_UP_FP8,
+     route_gate_up(2, 2, 0, True, 32, 128), 4, True),
+    ("route_gate_up_mma fp8_tensor N64 K128", route_gate_up_mma_kernel, ROUTE_GATE_UP_FP8,
+     route_gate_up(1, 1, 0, False, 64, 128), 4, True),
+    ("route_gate_up_mma fp8_tensor N32 K256", route_gate_up_mma_kernel, ROUTE_GATE_UP_FP8,
+     route_gate_up(1, 1, 0, False, 32, 256), 4, True),
+    ("route_down bf16 k8", route_down_kernel, ROUTE_DOWN_BF16,
      route_down(8, 0, 1, True, 0, False, 16, 128), 8, False),
-    ("route_down fp8_tensor k8 fp16 products", route_down_kernel,
-     dict(w_ptr=FP8, ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16"),
-     dict(route_down(8, 1, 1, False, 0, False, 16, 256), FP16_PRODUCTS=True), 8, False),
-    ("route_down fp8_block k6 split2 fp16 products", route_down_kernel,
-     dict(w_ptr=FP8, ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16"),
-     dict(route_down(6, 2, 2, False, 0, False, 16, 128), FP16_PRODUCTS=True), 4, False),
-    ("route_down fp8_block k6 split2 oai+bias", route_down_kernel,
-     dict(w_ptr=FP8, ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16"),
+    ("route_down fp8_tensor k8 fp16 products", route_down_kernel, ROUTE_DOWN_FP8,
+     route_down(8, 1, 1, False, 0, False, 16, 256, FP16_PRODUCTS=True), 8, False),
+    ("route_down fp8_block k6 split2 fp16 products", route_down_kernel, ROUTE_DOWN_FP8,
+     route_down(6, 2, 2, False, 0, False, 16, 128, FP16_PRODUCTS=True), 4, False),
+    ("route_down fp8_block k6 split2 oai+bias", route_down_kernel, ROUTE_DOWN_FP8,
      route_down(6, 2, 2, False, 2, True, 16, 256), 8, False),
-    ("route_down_mma fp8_block k8 N16", route_down_mma_kernel,
-     dict(w_ptr=FP8, ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16"),
+    ("route_down_mma fp8_block k8 N16", route_down_mma_kernel, ROUTE_DOWN_FP8,
      route_down(8, 2, 1, True, 0, False, 16, 128), 4, True),
-    ("route_down_mma fp8_tensor k2 N32", route_down_mma_kernel,
-     dict(w_ptr=FP8, ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16"),
+    ("route_down_mma fp8_tensor k2 N32", route_down_mma_kernel, ROUTE_DOWN_FP8,
      route_down(2, 1, 1, False, 0, False, 32, 128), 4, True),
     # programmatic dependent launch (RouteDirectConfig.pdl): griddepcontrol in each kernel
-    ("route_gate_up fp8_tensor PDL", route_gate_up_kernel, dict(x_ptr="*bf16", w_ptr=FP8, ids_ptr="*i32"),
-     dict(W_SCALE=1, SPLIT_K=1, ACTIVATION=0, HAS_BIAS=False, BLOCK_N=16, BLOCK_K=512, PDL=True), 8, False),
-    ("route_gate_up_mma bf16 N32 PDL", route_gate_up_mma_kernel, dict(x_ptr="*bf16", w_ptr="*bf16", ids_ptr="*i32"),
-     dict(W_SCALE=0, SPLIT_K=1, ACTIVATION=0, HAS_BIAS=False, BLOCK_N=32, BLOCK_K=256, PDL=True), 4, True),
-    ("route_down fp8_tensor k8 PDL", route_down_kernel,
-     dict(w_ptr=FP8, ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16"),
-     dict(route_down(8, 1, 1, False, 0, False, 8, 256), PDL=True), 4, False),
-    ("route_down_mma fp8_block k8 N16 PDL", route_down_mma_kernel,
-     dict(w_ptr=FP8, ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16"),
-     dict(route_down(8, 2, 1, True, 0, False, 16, 128), PDL=True), 4, True),
+    ("route_gate_up fp8_tensor PDL", route_gate_up_kernel, ROUTE_GATE_UP_FP8,
+     route_gate_up(1, 1, 0, False, 16, 512, PDL=True), 8, False),
+    ("route_gate_up_mma bf16 N32 PDL", route_gate_up_mma_kernel, ROUTE_GATE_UP_BF16,
+     route_gate_up(0, 1, 0, False, 32, 256, PDL=True), 4, True),
+    ("route_down fp8_tensor k8 PDL", route_down_kernel, ROUTE_DOWN_FP8,
+     route_down(8, 1, 1, False, 0, False, 8, 256, PDL=True), 4, False),
+    ("route_down_mma fp8_block k8 N16 PDL", route_down_mma_kernel, ROUTE_DOWN_FP8,
+     route_down(8, 2, 1, True, 0, False, 16, 128, PDL=True), 4, True),
     # several H tiles per GEMV down program (RouteDirectConfig.down_tiles)
-    ("route_down fp8_tensor k8 tiles4 K64 PDL", route_down_kernel,
-     dict(w_ptr=FP8, ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16"),
-     dict(route_down(8, 1, 1, False, 0, False, 16, 64), PDL=True, TILES=4), 4, False),
-    ("route_down fp8_block k8 tiles2 N8 K256", route_down_kernel,
-     dict(w_ptr=FP8, ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16"),
-     dict(route_down(8, 2, 1, False, 0, False, 8, 256), TILES=2), 4, False),
-    ("route_down bf16 k8 tiles4 PDL", route_down_kernel,
-     dict(w_ptr="*bf16", ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16"),
-     dict(route_down(8, 0, 1, True, 0, False, 8, 128), PDL=True, TILES=4), 4, False),
+    ("route_down fp8_tensor k8 tiles4 K64 PDL", route_down_kernel, ROUTE_DOWN_FP8,
+     route_down(8, 1, 1, False, 0, False, 16, 64, PDL=True, TILES=4), 4, False),
+    ("route_down fp8_block k8 tiles2 N8 K256", route_down_kernel, ROUTE_DOWN_FP8,
+     route_down(8, 2, 1, False, 0, False, 8, 256, TILES=2), 4, False),
+    ("route_down bf16 k8 tiles4 PDL", route_down_kernel, ROUTE_DOWN_BF16,
+     route_down(8, 0, 1, True, 0, False, 8, 128, PDL=True, TILES=4), 4, False),
     ("plan one program R2048 E512", _plan_single_kernel, dict(ids_ptr="*i32", sorted_ptr="*i32",
      block_expert_ptr="*i32", num_blocks_ptr="*i32", counts_ptr="*i32", off_ptr="*i32"),
      dict(BLOCK_M=16, R_PAD=2048, LOG_R=11, E_BINS=512, FILL=1024), 8, False),

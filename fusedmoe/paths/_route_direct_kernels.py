@@ -67,7 +67,7 @@ def _row_dot(w, v, scale_ptrs, scale_ok, W_SCALE: tl.constexpr, ROWS: tl.constex
     return tl.sum(prod, axis=1)
 
 
-# fp16 products: columns per power-of-two activation scale, and the magnitude it scales them to
+# fp16 products: activation columns under one power-of-two scale (``_fp16_chunks``)
 FP16_CHUNK = tl.constexpr(16)
 
 
