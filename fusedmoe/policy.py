@@ -236,8 +236,9 @@ def grouped_group_m(num_routes: int, num_experts: int, block_m: int) -> int:
 
 
 DOWN_TILE_ELEMENTS = 16384
-FP8_GEMV_TILE_ELEMENTS = 8192     # rows x columns of each of gate and up per FP8 GEMV program and K step
-FP8_GATE_UP_PROGRAMS_PER_SM = 2.5
+FP8_GEMV_TILE_ELEMENTS = 4096     # rows x columns of each of gate and up per FP8 GEMV program and K step
+FP8_GEMV_WARPS = 4
+FP8_GATE_UP_PROGRAMS_PER_SM = 3.5
 BF16_GATE_UP_PROGRAMS_PER_SM = 3.5
 DOWN_PROGRAMS_PER_SM = 1.5
 
@@ -252,12 +253,17 @@ def route_direct_config(m: int, top_k: int, num_experts: int, hidden: int, inter
       its time in all 40 FP8 cases) and for 16-bit weights at M <= 2 (1.02-1.29x in all 8:
       20.6 against 15.9 us at Qwen3-235B TP8 M=1); the tensor-core form for 16-bit weights
       above M=2 (0.93-1.08x at M=4..8; it streams an expert shared by several tokens once).
-      GEMV rows per program: the most of 16 (FP8) / 8 (16-bit) that still gives about 2.5 /
-      3.5 programs per SM, down to 4 / 2.  K step: 8192 FP8 columns x rows of each of gate and
-      up per program (16 x 512 ... 4 x 2048), 16-bit 512 columns (2048 at 2 rows), at most
-      the row.  A K split only where even the narrowest tile leaves SMs idle: its fp32
-      partials and second pass cost more than the idle SMs (Qwen3-235B TP8 fp8 M=1: 4 x 512
-      split 2 took 17.0 us, unsplit 13.1, 4 x 2048 10.8, on the same down tile).
+      GEMV rows per program: the most of 8 that still gives about 3.5 programs per SM, down
+      to 4 (FP8) / 2 (16-bit).  FP8 programs of 4 warps with K steps of 4096 columns x rows of
+      each of gate and up (8 x 512, 4 x 1024); 16-bit ones of 8 warps with 512 columns (2048 at
+      2 rows); at most the row.  FP8, over the tuner's gate/up moves on each of 40 cases'
+      base configs (fourteenth session, 2026-12-01-s14/tune_candidates.jsonl): 1.021x the
+      best gate/up's time (geomean, at most 1.14x), where the 8-warp rule before it (16 x 512
+      ... 4 x 2048, 2.5 programs per SM) took 1.047x (at most 1.36x); 16-bit tiles of 4 warps
+      gained nothing there (1.034-1.039x against 1.033x over 10 cases).  A K split only where
+      even the narrowest tile leaves SMs idle: its fp32 partials and second pass cost more
+      than the idle SMs (Qwen3-235B TP8 fp8 M=1, 8 warps: 4 x 512 split 2 took 17.0 us,
+      unsplit 13.1, 4 x 2048 10.8, on the same down tile).
     - down: [next_pow2(k), dn, bk] tiles up to 16K elements, 4 warps; dn 16 rows of H shrunk
       to keep 1.5 programs per SM (at M=1 with fp8_tensor weights dn 4 took 1.03-1.22x the
       time of the best dn 8-16 tile, six shapes).
@@ -265,7 +271,8 @@ def route_direct_config(m: int, top_k: int, num_experts: int, hidden: int, inter
       fifth session's tuner tried both ways (Qwen3, DeepSeek-V3 TP8, M 1..8; 2026-11-30-s5/
       tune_candidates.jsonl); with bf16 it won 2 of 6 (-5..+10%), so the tables decide.
 
-    Against the tuned best, over the 53 logged cases: about 1.08x its time (geomean), at most
+    The eighth session's rule (8-warp FP8 gate/up) against the tuned best, over the 53 logged
+    cases: about 1.08x its time (geomean), at most
     1.29x; the rule it replaced about 1.18x and 1.95x (the config's own time where the log has
     it, else the best plus its gate/up's and down's separate penalties).  On two shapes no
     rule was read from (DeepSeek-V2-Lite and Llama-4-Scout TP8, ``benchmarks/heldout/``;
@@ -274,7 +281,7 @@ def route_direct_config(m: int, top_k: int, num_experts: int, hidden: int, inter
     routes = max(1, m * top_k)
     fp8 = fmt in FP8_FORMATS
     if fp8 or m <= 2:
-        bn, narrowest, per_sm = (16, 4, FP8_GATE_UP_PROGRAMS_PER_SM) if fp8 else (8, 2, BF16_GATE_UP_PROGRAMS_PER_SM)
+        bn, narrowest, per_sm = (8, 4, FP8_GATE_UP_PROGRAMS_PER_SM) if fp8 else (8, 2, BF16_GATE_UP_PROGRAMS_PER_SM)
         while bn > narrowest and routes * triton.cdiv(inter, bn) < per_sm * num_sms:
             bn //= 2
         split = 1
@@ -286,7 +293,7 @@ def route_direct_config(m: int, top_k: int, num_experts: int, hidden: int, inter
         # a step or more (H 6144 in 4 splits of 2048-column steps: 2048 x 3 and an empty fourth)
         while bk > 128 and split * triton.cdiv(triton.cdiv(hidden, split), bk) * bk - hidden >= bk:
             bk //= 2
-        gate_up = Tile(bn, bk, 8, 1, split)
+        gate_up = Tile(bn, bk, FP8_GEMV_WARPS if fp8 else 8, 1, split)
     else:
         split = 2 if routes * triton.cdiv(inter, 32) < num_sms and hidden >= 1024 else 1
         gate_up = Tile(32, 128, 4, 3, split, swap_ab=True)

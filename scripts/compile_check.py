@@ -133,6 +133,11 @@ CASES = [
      route_gate_up(1, 1, 0, False, 2, 4096, FP16_PRODUCTS=True), 8, False),
     ("route_gate_up fp8_block fp16 products split2 N16", route_gate_up_kernel, ROUTE_GATE_UP_FP8,
      route_gate_up(2, 2, 0, False, 16, 512, FP16_PRODUCTS=True), 8, False),
+    # the FP8 heuristic's 4-warp tiles (policy.FP8_GEMV_WARPS)
+    ("route_gate_up fp8_tensor fp16 products 4 warps N8", route_gate_up_kernel, ROUTE_GATE_UP_FP8,
+     route_gate_up(1, 1, 0, False, 8, 512, FP16_PRODUCTS=True), 4, False),
+    ("route_gate_up fp8_block 4 warps N4 K1024", route_gate_up_kernel, ROUTE_GATE_UP_FP8,
+     route_gate_up(2, 1, 0, False, 4, 1024), 4, False),
     ("route_gate_up_mma bf16 N32", route_gate_up_mma_kernel, ROUTE_GATE_UP_BF16,
      route_gate_up(0, 1, 0, False, 32, 256), 4, True),
     ("route_gate_up_mma fp8_block split2", route_gate_up_mma_kernel, ROUTE_GATE_UP_FP8,
