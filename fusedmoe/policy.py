@@ -81,7 +81,7 @@ class RouteDirectConfig:
     lost in most others, most at M=1 where fewer programs cannot fill the GPU (sixth session).
     fp16_products (FP8 weights, the GEMV forms of either kernel): multiply in packed fp16, each
     16 activation columns under a power-of-two scale, 8 products per lane summed in fp16, then
-    fp32 (``_route_direct_kernels._row_dot_fp16``): 18-29% fewer instructions in the K loops
+    fp32 (``_route_direct_kernels._chunk_dots_fp16``): 18-29% fewer instructions in the K loops
     (compiled for sm_90), where the FP8 GEMV issues an instruction in 62% of cycles (Nsight
     Compute, Hunyuan TP8 M=8).  Timed against the same tiles in one tuner run over the 40 FP8
     PEERS decode cases (thirteenth session): 0.976x the time (geomean; M=2 0.948, M=4 0.962,

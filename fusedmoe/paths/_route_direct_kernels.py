@@ -57,14 +57,15 @@ def _pdl_launch_dependents():
 
 
 @triton.jit
-def _row_dot(w, v, scale_ptrs, scale_ok, W_SCALE: tl.constexpr, ROWS: tl.constexpr, BLOCK_K: tl.constexpr):
-    """sum_k w[r, k] * v[r or broadcast, k] for w [ROWS, BLOCK_K] fp32; with block scales the
-    products are summed per 128 columns and scaled by scale_ptrs [ROWS, BLOCK_K/128] first."""
-    prod = w * v
+def _scaled_sums(parts, scale_ptrs, scale_ok, W_SCALE: tl.constexpr, GROUPS: tl.constexpr):
+    """Sums over the last axis of parts [..., C], partial products of a K step's columns in
+    order; with block scales (W_SCALE == 2) each of the GROUPS runs of C / GROUPS (one
+    128-column group) is summed and multiplied by its scale (at scale_ptrs [..., GROUPS], masked
+    by scale_ok) first."""
     if W_SCALE == 2:
-        part = tl.sum(tl.reshape(prod, (ROWS, BLOCK_K // 128, 128)), axis=2)
-        return tl.sum(part * tl.load(scale_ptrs, mask=scale_ok, other=0.0), axis=1)
-    return tl.sum(prod, axis=1)
+        group = tl.sum(tl.reshape(parts, parts.shape[:-1] + [GROUPS, parts.shape[-1] // GROUPS]), axis=-1)
+        return tl.sum(group * tl.load(scale_ptrs, mask=scale_ok, other=0.0), axis=-1)
+    return tl.sum(parts, axis=-1)
 
 
 # fp16 products: activation columns under one power-of-two scale (``_fp16_chunks``)
@@ -95,20 +96,15 @@ def _pair_sums(w16, v16):
 
 
 @triton.jit
-def _row_dot_fp16(w, v, scale_ptrs, scale_ok, W_SCALE: tl.constexpr, ROWS: tl.constexpr, BLOCK_K: tl.constexpr):
-    """_row_dot of FP8 weights w [ROWS, BLOCK_K] (as stored) with one activation row v [BLOCK_K]
-    (fp32), the products in packed fp16 (``RouteDirectConfig.fp16_products``): v under
-    ``_fp16_chunks``, ``_pair_sums`` per chunk, each scaled back, summed in fp32.  One e4m3-pair
-    conversion and one fp16-pair FMA per two weights, where the fp32 form takes a conversion and
-    an FMA per weight besides."""
-    NC: tl.constexpr = BLOCK_K // FP16_CHUNK
+def _chunk_dots_fp16(w, v, ROWS: tl.constexpr, BLOCK_K: tl.constexpr):
+    """Dot products per FP16_CHUNK columns [ROWS, BLOCK_K / FP16_CHUNK] of FP8 weights w [ROWS,
+    BLOCK_K] (as stored) with one activation row v [BLOCK_K] (fp32), the products in packed fp16
+    (``RouteDirectConfig.fp16_products``): v under ``_fp16_chunks``, ``_pair_sums`` per chunk,
+    each scaled back.  One e4m3-pair conversion and one fp16-pair FMA per two weights, where
+    the fp32 form takes a conversion and an FMA per weight besides."""
     v16, scale = _fp16_chunks(tl.reshape(v, (1, BLOCK_K)), 1, BLOCK_K)
-    w16 = tl.reshape(w.to(tl.float16), (ROWS, NC, FP16_CHUNK // 2, 2))
-    chunk = _pair_sums(w16, v16) * scale  # [ROWS, NC]
-    if W_SCALE == 2:
-        part = tl.sum(tl.reshape(chunk, (ROWS, BLOCK_K // 128, 128 // FP16_CHUNK)), axis=2)
-        return tl.sum(part * tl.load(scale_ptrs, mask=scale_ok, other=0.0), axis=1)
-    return tl.sum(chunk, axis=1)
+    w16 = tl.reshape(w.to(tl.float16), (ROWS, BLOCK_K // FP16_CHUNK, FP16_CHUNK // 2, 2))
+    return _pair_sums(w16, v16) * scale
 
 
 @triton.jit
@@ -147,7 +143,7 @@ def route_gate_up_kernel(
     """SPLIT_K == 1: act[r, n] = act(G_e x_t + b_g)[n] * (U_e x_t + b_u)[n]; else act[s, r, :] =
     partial [G_e x_t, U_e x_t] over the s-th K range (the bias in split 0).  e = ids[r] -
     expert_offset, t = r // TOPK; bias b [E, 2I] if HAS_BIAS.  FP16_PRODUCTS (FP8 weights):
-    the products in packed fp16 (``_row_dot_fp16``)."""
+    the products in packed fp16 (``_chunk_dots_fp16``)."""
     r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi = _gate_up_program(R, I, H, SPLIT_K, BLOCK_N, BLOCK_K, PDL)
     gid = tl.load(ids_ptr + r)
     if not is_held(gid, expert_offset, num_local):
@@ -168,10 +164,10 @@ def route_gate_up_kernel(
         g = k0 // 128 + offs_g
         s_ok = n_ok[:, None] & (g * 128 < k_hi)[None, :]
         if FP16_PRODUCTS:
-            acc += _row_dot_fp16(w, v.to(tl.float32), s_base + g[None, :], s_ok, W_SCALE, 2 * BLOCK_N, BLOCK_K)
+            parts = _chunk_dots_fp16(w, v.to(tl.float32), 2 * BLOCK_N, BLOCK_K)
         else:
-            acc += _row_dot(w.to(tl.float32), v.to(tl.float32)[None, :], s_base + g[None, :], s_ok, W_SCALE,
-                            2 * BLOCK_N, BLOCK_K)
+            parts = w.to(tl.float32) * v.to(tl.float32)[None, :]
+        acc += _scaled_sums(parts, s_base + g[None, :], s_ok, W_SCALE, BLOCK_K // 128)
     if W_SCALE == 1:
         acc = acc * tl.load(ws_ptr + e)
     if HAS_BIAS:
@@ -342,7 +338,7 @@ def _down_step(act_ptr, w, r, held, row_ok, k0, offs_k, offs_g, s_base, I, R, KP
                BLOCK_K: tl.constexpr, FP16_PRODUCTS: tl.constexpr):
     """One K step of route_down_kernel: the token's per-route products [KP, BLOCK_N] of weight
     tile w [KP, BLOCK_N, BLOCK_K] (loaded) with the routes' act columns k0 + offs_k (FP16_PRODUCTS:
-    as ``_row_dot_fp16``, each route's act row under its own chunk scales)."""
+    as ``_chunk_dots_fp16``, each route's act row under its own chunk scales)."""
     kk = k0 + offs_k
     a = _load_act(act_ptr, r, held, kk, I, R, SPLIT_K, ACTIVATION)
     g = k0 // 128 + offs_g
@@ -351,19 +347,15 @@ def _down_step(act_ptr, w, r, held, row_ok, k0, offs_k, offs_g, s_base, I, R, KP
         a16, scale = _fp16_chunks(a, KP, BLOCK_K)
         w16 = tl.reshape(w.to(tl.float16), (KP, BLOCK_N, NC, FP16_CHUNK // 2, 2))
         chunk = _pair_sums(w16, a16[:, None, :, :, :]) * scale[:, None, :]  # [KP, BLOCK_N, NC]
-        if W_SCALE == 2:
-            part = tl.sum(tl.reshape(chunk, (KP, BLOCK_N, BLOCK_K // 128, 128 // FP16_CHUNK)), axis=3)
-            sw = tl.load(s_base[:, :, None] + g[None, None, :],
-                         mask=row_ok[:, :, None] & (g * 128 < I)[None, None, :], other=0.0)
-            return tl.sum(part * sw, axis=2)
-        return tl.sum(chunk, axis=2)
+        return _scaled_sums(chunk, s_base[:, :, None] + g[None, None, :],
+                            row_ok[:, :, None] & (g * 128 < I)[None, None, :], W_SCALE, BLOCK_K // 128)
     w = tl.reshape(w.to(tl.float32), (KP * BLOCK_N, BLOCK_K))
     v = tl.reshape(tl.broadcast_to(a[:, None, :], (KP, BLOCK_N, BLOCK_K)), (KP * BLOCK_N, BLOCK_K))
     sp = tl.reshape(tl.broadcast_to(s_base[:, :, None], (KP, BLOCK_N, offs_g.shape[0])),
                     (KP * BLOCK_N, offs_g.shape[0])) + g[None, :]
     s_ok = tl.reshape(tl.broadcast_to(row_ok[:, :, None], (KP, BLOCK_N, offs_g.shape[0])),
                       (KP * BLOCK_N, offs_g.shape[0])) & (g * 128 < I)[None, :]
-    return tl.reshape(_row_dot(w, v, sp, s_ok, W_SCALE, KP * BLOCK_N, BLOCK_K), (KP, BLOCK_N))
+    return tl.reshape(_scaled_sums(w * v, sp, s_ok, W_SCALE, BLOCK_K // 128), (KP, BLOCK_N))
 
 
 @triton.jit
