@@ -311,3 +311,13 @@ def test_compare_against_peer_figures_with_a_line_per_format():
     text = compare.to_markdown(rows, summary, "vllm_triton")
     assert "- bf16: 2 cases: median 70% of floor, min 50%" in text
     assert "- fp8_tensor: 1 cases" in text
+    # the decode prototype: its time and its % of its own floor (its routing draw's)
+    proto_md = ("| shape | format | M | floor us | one-launch stream us | prototype us | % floor | vLLM us |\n"
+                "|---|---|---|---|---|---|---|---|\n| s | bf16 | 1 | 8.0 | 9.0 | 10.0 | 80 | 20.0 |\n"
+                "| s | bf16 | 8 | 72.0 | 75.0 | 80.0 | 90 | 80.0 |\n")
+    proto = compare.parse_prototype_times(proto_md)
+    assert proto == {("s", "bf16", 1): (10.0, 80.0), ("s", "bf16", 8): (80.0, 90.0)}
+    rows, summary = compare.compare(results, times, proto)
+    # M=1: as fast (10 us) at 50% of our floor; M=8: slower (100 us) at 90%, as the prototype
+    assert (summary["slower_than_prototype"], summary["below_prototype_pct_floor"]) == (1, 1)
+    assert "| s | bf16 | 8 | 100.0 | 90 | 80.0 | 0.80 | 80.0 | 90 |" in compare.to_markdown(rows, summary, "vllm_triton")

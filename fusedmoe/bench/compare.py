@@ -35,11 +35,14 @@ def parse_peer_times(text: str, peer: str = "vllm_triton") -> dict[tuple[str, st
     return out
 
 
-def parse_prototype_times(text: str) -> dict[tuple[str, str, int], float]:
-    """(shape, format, M) -> us of the decode prototype table (rows 'shape | format | M | ...')."""
+def parse_prototype_times(text: str) -> dict[tuple[str, str, int], tuple[float, float]]:
+    """(shape, format, M) -> (us, % of its floor) of the decode prototype table (rows 'shape |
+    format | M | floor us | stream us | prototype us | ...').  Its floors come from its own
+    routing draws, so % of the floor is the comparison that does not depend on the draw."""
     out = {}
-    for m in re.finditer(r"^\| (\w+) \| (\w+) \| (\d+) \| [\d.]+ \| [\d.]+ \| ([\d.]+) \|", text, re.M):
-        out[(m.group(1), m.group(2), int(m.group(3)))] = float(m.group(4))
+    for m in re.finditer(r"^\| (\w+) \| (\w+) \| (\d+) \| ([\d.]+) \| [\d.]+ \| ([\d.]+) \|", text, re.M):
+        floor, us = float(m.group(4)), float(m.group(5))
+        out[(m.group(1), m.group(2), int(m.group(3)))] = (us, 100.0 * floor / us)
     return out
 
 
@@ -51,14 +54,16 @@ def compare(results: list[dict], peer_times: dict, proto_times: dict, impl: str 
             continue
         key = (r["shape"], r["format"], r["tokens"])
         peer = peer_times.get(key)
+        proto_us, proto_pct = proto_times.get(key, (None, None))
         rows.append(dict(shape=key[0], format=key[1], M=key[2], us=r["us"], pct_floor=r["pct_floor"], peer_us=peer,
-                         speedup=(peer / r["us"]) if peer else None, prototype_us=proto_times.get(key)))
+                         speedup=(peer / r["us"]) if peer else None, prototype_us=proto_us,
+                         prototype_pct_floor=proto_pct))
     return rows, summarize(rows)
 
 
 def summarize(rows: list[dict]) -> dict:
     """Median / min % of floor, geometric-mean speedup over the peer, and the cases slower than
-    the peer and than the prototype, over ``rows``."""
+    the peer and than the prototype (in time, and in % of each one's floor), over ``rows``."""
     speedups = [x["speedup"] for x in rows if x["speedup"]]
     pcts = [x["pct_floor"] for x in rows]
     return dict(cases=len(rows),
@@ -66,21 +71,24 @@ def summarize(rows: list[dict]) -> dict:
                 min_pct_floor=min(pcts) if pcts else None,
                 geomean_speedup=math.exp(statistics.fmean(map(math.log, speedups))) if speedups else None,
                 slower_than_peer=sum(s < 1 for s in speedups),
-                slower_than_prototype=sum(1 for x in rows if x["prototype_us"] and x["us"] > x["prototype_us"]))
+                slower_than_prototype=sum(1 for x in rows if x["prototype_us"] and x["us"] > x["prototype_us"]),
+                below_prototype_pct_floor=sum(1 for x in rows if x["prototype_pct_floor"]
+                                              and x["pct_floor"] < x["prototype_pct_floor"]))
 
 
 def to_markdown(rows: list[dict], summary: dict, peer: str) -> str:
     """The comparison table, the summary line, and one summary line per format."""
     f = lambda v, p=1: "" if v is None else f"{v:.{p}f}"  # noqa: E731
-    lines = [f"| shape | format | M | ours us | % floor | {peer} us | speedup | prototype us |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [f"| shape | format | M | ours us | % floor | {peer} us | speedup | prototype us | prototype % floor |",
+             "|---|---|---|---|---|---|---|---|---|"]
     lines += [f"| {r['shape']} | {r['format']} | {r['M']} | {f(r['us'])} | {f(r['pct_floor'], 0)} | {f(r['peer_us'])} | "
-              f"{f(r['speedup'], 2)} | {f(r['prototype_us'])} |" for r in rows]
+              f"{f(r['speedup'], 2)} | {f(r['prototype_us'])} | {f(r['prototype_pct_floor'], 0)} |" for r in rows]
 
     def line(label: str, s: dict) -> str:
         return (f"{label}{s['cases']} cases: median {f(s['median_pct_floor'], 0)}% of floor, "
                 f"min {f(s['min_pct_floor'], 0)}%, geomean speedup over {peer} {f(s['geomean_speedup'], 2)}x, "
-                f"{s['slower_than_peer']} slower than it, {s['slower_than_prototype']} slower than the prototype.")
+                f"{s['slower_than_peer']} slower than it, {s['slower_than_prototype']} slower than the prototype "
+                f"({s['below_prototype_pct_floor']} below its % of the floor).")
 
     lines += ["", line("", summary)]
     formats = list(dict.fromkeys(r["format"] for r in rows))
