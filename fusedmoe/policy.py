@@ -272,10 +272,10 @@ def route_direct_config(m: int, top_k: int, num_experts: int, hidden: int, inter
       tune_candidates.jsonl); with bf16 it won 2 of 6 (-5..+10%), so the tables decide.
 
     The eighth session's rule (8-warp FP8 gate/up) against the tuned best, over the 53 logged
-    cases: about 1.08x its time (geomean), at most
-    1.29x; the rule it replaced about 1.18x and 1.95x (the config's own time where the log has
-    it, else the best plus its gate/up's and down's separate penalties).  On two shapes no
-    rule was read from (DeepSeek-V2-Lite and Llama-4-Scout TP8, ``benchmarks/heldout/``;
+    cases: about 1.08x its time (geomean), at most 1.29x; the rule it replaced about 1.18x and
+    1.95x (the config's own time where the log has it, else the best plus its gate/up's and
+    down's separate penalties).  On two shapes no rule was read from (DeepSeek-V2-Lite and
+    Llama-4-Scout TP8, ``benchmarks/heldout/``;
     2026-11-30-s8/tune_heldout.jsonl): 1.05-1.15x in 6 cases, and 16-bit M <= 2 at 35.1 /
     56.7 us where every candidate with the old gate/up tile took >= 38.0 / 64.5."""
     routes = max(1, m * top_k)

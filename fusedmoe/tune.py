@@ -58,8 +58,9 @@ def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
         for bn, bk, split in itertools.product((2, 4), (2048, 4096), (1, 2)):
             if (bn, bk) != (4, 2048):
                 yield "gate_up", policy.Tile(bn, bk, 8, 1, split)
-        # Four warps: half the bytes per program step, twice the programs per SM (the one-launch
-        # stream of the same bytes ran best with 8 KB programs of 4 warps at M=1: read probe)
+        # Four warps (FP8 steps of 8 KB at 8 x 512 and 4 x 1024): the one-launch stream of a
+        # layer's bytes ran best with 8 KB programs of 4 warps at M=1 (read probe, thirteenth
+        # session); 33 of the 48 entries that moved in the fourteenth session's re-tune took one
         for bn, bk, split in itertools.product((2, 4, 8), (512, 1024), (1, 2)):
             yield "gate_up", policy.Tile(bn, bk, 4, 1, split)
         for bn, bk, split in itertools.product((16, 32, 64), (128, 256), (1, 2, 4)):  # tensor-core form
