@@ -10,6 +10,7 @@ out-of-bounds access.
 Launches (all grids fixed by the shapes, no host sync):
 
 * ``_plan_single_kernel``       grid (1,)                          blocked, R <= 2048, E_local <= 2048
+* ``_plan_recount_kernel``      grid (cdiv(R, CHUNK),)             blocked, R <= 2048, E_local <= 2048
 * ``_plan_count_kernel``        grid (num_chunks,)                 blocked, parallel path, step 1
 * ``_plan_chunk_scan_kernel``   grid (cdiv(E_local, EXPERTS),)     blocked, parallel path, step 2
 * ``_plan_scatter_kernel``      grid (num_chunks,)                 blocked, parallel path, step 3
@@ -115,6 +116,67 @@ def _plan_single_kernel(
     dest = tl.load(off_ptr + s_e, mask=s_held, other=0) + r
     tl.store(sorted_ptr + dest, s_r, mask=s_held)
     tl.store(block_expert_ptr + dest // BLOCK_M, s_e, mask=s_held)
+
+
+@triton.jit
+def _plan_recount_kernel(
+    ids_ptr, stride_t, stride_j, top_k, num_routes, expert_lo, num_local,
+    sorted_ptr, num_padded_cap, block_expert_ptr, num_blocks_cap, num_blocks_ptr, counts_ptr,
+    BLOCK_M: tl.constexpr, R_PAD: tl.constexpr, CHUNK: tl.constexpr, E_BINS: tl.constexpr,
+    PAD_TILE: tl.constexpr, FILL: tl.constexpr,
+):
+    """Whole blocked plan in one launch of cdiv(R, CHUNK) programs that never wait for each
+    other: program c counts every route itself (R <= 2048), so no count crosses programs.
+
+    counts = histogram(all held routes); before = histogram(held routes r < c*CHUNK);
+    pstart = excl_cumsum(roundup(counts, BLOCK_M)).  Route r of the chunk, of expert e, goes to
+    pstart[e] + before[e] + #{earlier routes of the chunk on e} (a [CHUNK, CHUNK] comparison,
+    no sort; the [E_BINS] vectors are read per route with tl.gather, in registers and shared
+    memory, not through global memory).  The program holding an expert's last route writes
+    that segment's padding with -1; the slots and blocks past the live part are split evenly
+    over the programs.  Every
+    slot is written by exactly one program (block_expert entries by each route of the block,
+    with one value), so no ordering between programs or threads is needed.
+    """
+    c = tl.program_id(0)
+    progs = tl.num_programs(0)
+    lo = c * CHUNK
+    r = tl.arange(0, R_PAD)
+    held, local = _load_ids(ids_ptr, r, r < num_routes, top_k, stride_t, stride_j, expert_lo, num_local)
+    counts = tl.histogram(local, E_BINS, mask=held)
+    before = tl.histogram(local, E_BINS, mask=held & (r < lo))
+    padded = (counts + (BLOCK_M - 1)) // BLOCK_M * BLOCK_M
+    pstart = tl.cumsum(padded, 0) - padded
+    total = tl.sum(padded, 0)
+    e = tl.arange(0, E_BINS)
+    tl.store(counts_ptr + e, counts, mask=(e < num_local) & (c == 0))
+    tl.store(num_blocks_ptr, total // BLOCK_M, mask=c == 0)
+
+    i = tl.arange(0, CHUNK)
+    rc = lo + i
+    held_c, local_c = _load_ids(ids_ptr, rc, rc < num_routes, top_k, stride_t, stride_j, expert_lo, num_local)
+    key = tl.where(held_c, local_c, -1)
+    rank = tl.sum(((key[:, None] == key[None, :]) & (i[None, :] < i[:, None])).to(tl.int32), axis=1)
+    dest = tl.gather(pstart + before, local_c, 0) + rank
+    tl.store(sorted_ptr + dest, rc, mask=held_c)
+    tl.store(block_expert_ptr + dest // BLOCK_M, local_c, mask=held_c)
+
+    # an expert's last route (at end - 1, end = pstart[e] + counts[e]) pads its segment up to
+    # the next multiple of BLOCK_M (segments start at one)
+    end = tl.gather(pstart + counts, local_c, 0)
+    pad = tl.where(held_c & (dest + 1 == end), (end + (BLOCK_M - 1)) // BLOCK_M * BLOCK_M - end, 0)
+    jj = tl.arange(0, PAD_TILE)
+    for j0 in tl.static_range(0, BLOCK_M - 1, PAD_TILE):
+        j = j0 + jj
+        tl.store(sorted_ptr + dest[:, None] + 1 + j[None, :], -1, mask=j[None, :] < pad[:, None])
+
+    # the dead tails, a share per program
+    share = tl.cdiv(num_padded_cap - total, progs)
+    _fill_minus_one(sorted_ptr, total + c * share, tl.minimum(total + (c + 1) * share, num_padded_cap), FILL)
+    live_blocks = total // BLOCK_M
+    share = tl.cdiv(num_blocks_cap - live_blocks, progs)
+    _fill_minus_one(block_expert_ptr, live_blocks + c * share,
+                    tl.minimum(live_blocks + (c + 1) * share, num_blocks_cap), FILL)
 
 
 @triton.jit

@@ -91,6 +91,10 @@ FILL = 1024
 # was removed.
 AUTO_SINGLE_MAX_ROUTES = 512
 PAR_MIN_CHUNK = 256
+# The recount kernel (one launch, programs of RECOUNT_CHUNK routes that each count all R <= 2048
+# routes): not yet measured on the GPU, so "auto" does not take it.
+RECOUNT_CHUNK = 64
+RECOUNT_WARPS = 8
 PAR_MAX_CHUNK = 2048
 
 
@@ -165,10 +169,10 @@ def _auto_chunk(num_routes: int) -> int:
 
 def _check_forced_path(path: str, num_routes: int, num_local_experts: int) -> None:
     """Raise ValueError naming ``path`` when it is unknown or its kernel cannot take the plan."""
-    if path not in ("auto", "single", "parallel"):
-        raise ValueError(f"path: expected 'auto', 'single' or 'parallel', got {path!r}")
-    if path == "single" and not _single_program(num_routes, num_local_experts):
-        raise ValueError(f"path: 'single' needs R <= 2048 and E_local <= 2048, got {num_routes}, {num_local_experts}")
+    if path not in ("auto", "single", "recount", "parallel"):
+        raise ValueError(f"path: expected 'auto', 'single', 'recount' or 'parallel', got {path!r}")
+    if path in ("single", "recount") and not _single_program(num_routes, num_local_experts):
+        raise ValueError(f"path: {path!r} needs R <= 2048 and E_local <= 2048, got {num_routes}, {num_local_experts}")
 
 
 def _check_block_m(block_m: object) -> int:
@@ -232,11 +236,13 @@ def build_plan(
 
 def _build(
     topk_ids, num_experts, block_m, *, expert_offset=0, num_local_experts=None, no_permute=False,
-    path="auto", chunk=None, e_tile=PAR_E_TILE,
+    path="auto", chunk=None, e_tile=PAR_E_TILE, recount_warps=None,
 ) -> RoutePlan:
-    """build_plan with the blocked path forceable ("single" | "parallel") and the parallel
-    tiles (``chunk``, ``e_tile``: powers of two; chunk None = _auto_chunk) settable, for
-    tests and benchmarks."""
+    """build_plan with the blocked path forceable ("single" | "recount" | "parallel") and its
+    tiles settable, for tests and benchmarks: ``chunk`` (a power of two) is the routes per
+    program of "recount" (None: RECOUNT_CHUNK) and "parallel" (None: _auto_chunk), ``e_tile``
+    the parallel path's expert tile, ``recount_warps`` the warps of a "recount" program
+    (None: RECOUNT_WARPS)."""
     num_routes, num_local, padded, blocks = _check_args(
         topk_ids, num_experts, block_m, expert_offset, num_local_experts, no_permute
     )
@@ -271,7 +277,10 @@ def _build(
     else:
         if path == "auto":
             path = "single" if _auto_single(num_routes, num_local) else "parallel"
-        if path == "single":
+        if path == "recount":
+            _launch_recount(K, common, num_routes, num_local, block_m, padded, blocks, sorted_routes,
+                            block_expert, num_blocks, counts, chunk or RECOUNT_CHUNK, recount_warps or RECOUNT_WARPS)
+        elif path == "single":
             r_pad = max(K.next_pow2(num_routes), 16)
             off = _empty(num_local, device)
             K._plan_single_kernel[(1,)](
@@ -283,6 +292,17 @@ def _build(
             _launch_parallel(K, common, num_routes, num_local, block_m, padded, blocks, sorted_routes,
                              block_expert, num_blocks, counts, chunk or _auto_chunk(num_routes), e_tile)
     return RoutePlan(block_m, num_local, sorted_routes, block_expert, num_blocks, counts, no_permute)
+
+
+def _launch_recount(K, common, num_routes, num_local, block_m, padded, blocks, sorted_routes,
+                    block_expert, num_blocks, counts, chunk, num_warps):
+    """One launch of cdiv(R, chunk) programs, each recounting every route (R <= 2048)."""
+    chunk = min(chunk, max(K.next_pow2(num_routes), 16))
+    K._plan_recount_kernel[(-(-num_routes // chunk),)](
+        *common, sorted_routes, padded, block_expert, blocks, num_blocks, counts,
+        BLOCK_M=block_m, R_PAD=max(K.next_pow2(num_routes), 16), CHUNK=chunk,
+        E_BINS=max(K.next_pow2(num_local), 16), PAD_TILE=min(block_m, 64), FILL=FILL, num_warps=num_warps,
+    )
 
 
 def _launch_parallel(K, common, num_routes, num_local, block_m, padded, blocks,

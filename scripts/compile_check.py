@@ -25,7 +25,7 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 from fusedmoe._epilogue_kernels import _combine_kernel, _quantize_rows_kernel, _quantize_whole_rows_kernel, _swiglu_kernel
-from fusedmoe._plan_kernels import _plan_single_kernel
+from fusedmoe._plan_kernels import _plan_recount_kernel, _plan_single_kernel
 from fusedmoe.paths._grouped_kernels import gather_plan_rows_kernel, grouped_down_kernel, grouped_gate_up_kernel
 from fusedmoe.paths._grouped_gluon_kernels import K_STEP, tile_layout
 from fusedmoe.paths._route_direct_kernels import (route_down_kernel, route_down_mma_kernel, route_gate_up_kernel,
@@ -177,6 +177,10 @@ CASES = [
     ("plan one program R2048 E512", _plan_single_kernel, dict(ids_ptr="*i32", sorted_ptr="*i32",
      block_expert_ptr="*i32", num_blocks_ptr="*i32", counts_ptr="*i32", off_ptr="*i32"),
      dict(BLOCK_M=16, R_PAD=2048, LOG_R=11, E_BINS=512, FILL=1024), 8, False),
+    *[(f"plan recount R2048 E{e} chunk{chunk} {warps} warps", _plan_recount_kernel, dict(
+        ids_ptr="*i32", sorted_ptr="*i32", block_expert_ptr="*i32", num_blocks_ptr="*i32", counts_ptr="*i32"),
+       dict(BLOCK_M=16, R_PAD=2048, CHUNK=chunk, E_BINS=e, PAD_TILE=16, FILL=1024), warps, False)
+      for e, chunk, warps in ((512, 64, 8), (512, 128, 16), (2048, 64, 8))],
     ("quantize_rows", _quantize_rows_kernel, dict(a_ptr="*bf16", q_ptr=FP8), dict(BLOCK_R=4, GROUP=128), 4, False),
     ("quantize_rows whole rows", _quantize_whole_rows_kernel, dict(a_ptr="*bf16", q_ptr=FP8),
      dict(BLOCK_R=1, BLOCK_C=2048), 8, False),

@@ -14,11 +14,12 @@
 #   promote   grouped FP8 with MMA sums promoted every 32 / 64 / 128 columns or never (PROMOTE_VARIANTS, _SHAPES,
 #             _FORMATS, _TOKENS): time and rel-L2
 #   plan      route-plan time over routes x experts (target <= 3 us up to 2048 x 512)
-#   planpar   the one-program plan forced and the three-launch plan forced, 512..65536 routes
+#   planpar   each blocked plan kernel forced: one program, three launches (512..65536 routes), and the
+#             recount launch at chunk x warps RECOUNT_VARIANTS (default 32x4 64x4 64x8 128x8 128x16)
 #   decode    fusedmoe bench, M 1..16, auto and both paths forced
 #   grouped   fusedmoe bench, M 32..8192 (GROUPED_TOKENS, GROUPED_FORMATS), auto, grouped and torch_grouped_mm
 #   heldout   fusedmoe bench of benchmarks/heldout/*.json (no tables: the heuristics and the dispatch on shapes
-#             no rule was read from), M 1..512, auto and both paths forced
+#             no rule was read from), M 1..512 (HELDOUT_TOKENS), auto and both paths forced
 #   presets   fusedmoe bench of the presets beyond PEERS (auto only, M 1..8192; issue 3's full table;
 #             PRESET_SHAPES to run some of them)
 #   tune      fusedmoe tune (TUNE_PATHS route_direct, TUNE_FORMATS bf16,fp8_tensor, TUNE_TOKENS 1,2,4,8,
@@ -60,9 +61,13 @@ for step in $steps; do
                 ${PROMOTE_FORMATS:+--formats "$PROMOTE_FORMATS"} ${PROMOTE_TOKENS:+--tokens "$PROMOTE_TOKENS"} \
                 ${PROMOTE_VARIANTS:+--variants "$PROMOTE_VARIANTS"} ;;
     plan)     run plan python -m fusedmoe.bench.plan --out "$out" ;;
-    planpar)  run plan_single python -m fusedmoe.bench.plan --routes 512,768,1024,2048 --experts 64,512 --path single
+    planpar)  run plan_single python -m fusedmoe.bench.plan --routes 8,64,512,768,1024,2048 --experts 64,512 --path single
               run plan_parallel python -m fusedmoe.bench.plan --routes 512,768,1024,2048,16384,65536 --experts 64,512 \
-                --path parallel ;;
+                --path parallel
+              for cw in ${RECOUNT_VARIANTS:-32x4 64x4 64x8 128x8 128x16}; do
+                run "plan_recount_$cw" python -m fusedmoe.bench.plan --routes 8,64,512,768,1024,2048 \
+                  --experts 64,256,512,2048 --path recount --chunk "${cw%x*}" --warps "${cw#*x}" --out "$out/plan_recount_$cw"
+              done ;;
     tune)     mkdir -p "$out/configs" && cp -r fusedmoe/configs/NVIDIA_H200 "$out/configs/"
               run tune python -m fusedmoe tune --shape "${TUNE_SHAPES:-peers}" --formats "${TUNE_FORMATS:-bf16,fp8_tensor}" \
                 --tokens "${TUNE_TOKENS:-1,2,4,8}" --paths "${TUNE_PATHS:-route_direct}" --budget-min "${TUNE_MIN:-4}" \
@@ -77,7 +82,8 @@ for step in $steps; do
                 --paths auto --out "$out/presets" ;;
     heldout)  for f in benchmarks/heldout/*.json; do
                 run "heldout_$(basename "$f" .json)" python -m fusedmoe bench --shape "$f" --no-check --replays 10 \
-                  --formats bf16,fp8_tensor,fp8_block --tokens 1,2,4,8,16,64,512 --paths auto,route_direct,grouped \
+                  --formats bf16,fp8_tensor,fp8_block --tokens "${HELDOUT_TOKENS:-1,2,4,8,16,64,512}" \
+                  --paths auto,route_direct,grouped \
                   --out "$out/heldout/$(basename "$f" .json)"
               done ;;
     grouped)  run grouped "${bench[@]}" --no-check --formats "${GROUPED_FORMATS:-bf16,fp8_tensor,fp8_block}" \

@@ -147,7 +147,7 @@ def test_parallel_chunk_rule():
     assert [plan_mod._auto_chunk(r) for r in (1, 256, 65536, 65537, 262144, 10**7)] == [256, 256, 256, 512, 1024, 2048]
 
 
-@pytest.mark.parametrize("path", ["single", "parallel"])
+@pytest.mark.parametrize("path", ["single", "recount", "parallel"])
 def test_forced_paths_equal_the_reference(path):
     # the same ids through either kernel family, across the auto threshold (512 routes)
     for m in (64, 65, 96):
@@ -194,6 +194,7 @@ def test_grid(m, e, top_k):
 def test_block_m_and_dtype(block_m, dtype):
     ids = _ids(37, 4, 33, dtype=dtype)
     _check(ids, 33, block_m)
+    _check(ids, 33, block_m, path="recount", chunk=16)
     _check(ids, 33, block_m, path="parallel", chunk=32, e_tile=16)
     _check(ids, 33, block_m, no_permute=True)
 
@@ -218,6 +219,24 @@ def test_parallel_small(m, k, e, bm, chunk, e_tile):
     _check(ids, e, bm, path="parallel", chunk=chunk, e_tile=e_tile)
 
 
+@pytest.mark.parametrize(
+    "m, k, e, bm, chunk",
+    [
+        (1, 1, 1, 16, 16),  # one route, one program, one expert
+        (17, 4, 33, 16, 16),  # 5 programs (last partial)
+        (40, 8, 7, 1, 16),  # block_m 1 (no padding), 20 programs over 7 experts
+        (30, 8, 5, 1024, 32),  # the widest block: each segment's padding spans many pad tiles
+        (256, 8, 512, 16, 64),  # 2048 routes: the largest plan, 32 programs of the default chunk
+        (256, 8, 2048, 64, 128),  # 2048 routes x 2048 experts: the most histogram bins
+    ],
+)
+def test_recount_small(m, k, e, bm, chunk):
+    # every route's slot comes from counts its program made itself: chunks split experts'
+    # routes across programs, and each expert's padding is written by the program of its last route
+    ids = _ids(m, k, e, drop=0.2)
+    _check(ids, e, bm, path="recount", chunk=chunk)
+
+
 def test_parallel_scan_many_chunks(monkeypatch):
     # more chunks than the scan kernel's tile holds (256 on GPU, 2 here): it loops over chunk
     # tiles with a carry
@@ -229,7 +248,7 @@ def test_parallel_scan_many_chunks(monkeypatch):
 # routing patterns
 
 
-@pytest.mark.parametrize("path", ["single", "parallel"])
+@pytest.mark.parametrize("path", ["single", "recount", "parallel"])
 @pytest.mark.parametrize("expert", [0, 32])
 def test_skewed_all_on_one_expert(path, expert):
     # every route on one expert (first or last): one long segment, every other count 0
@@ -238,7 +257,7 @@ def test_skewed_all_on_one_expert(path, expert):
     assert int(p.num_blocks.item()) == 7
 
 
-@pytest.mark.parametrize("path", ["single", "parallel"])
+@pytest.mark.parametrize("path", ["single", "recount", "parallel"])
 def test_all_dropped(path):
     # every id is -1: no held route, num_blocks 0, buffers all -1
     ids = torch.full((9, 4), -1, dtype=torch.int64, device=_dev())
@@ -247,7 +266,7 @@ def test_all_dropped(path):
     _check(ids, 8, 16, no_permute=True)
 
 
-@pytest.mark.parametrize("path", ["single", "parallel", "no_permute"])
+@pytest.mark.parametrize("path", ["single", "recount", "parallel", "no_permute"])
 @pytest.mark.parametrize(
     "e, offset, local",
     [
@@ -267,7 +286,7 @@ def test_expert_parallel_window(path, e, offset, local):
     assert p.expert_counts.numel() == (e - offset if local is None else local)
 
 
-@pytest.mark.parametrize("path", ["single", "parallel", "no_permute"])
+@pytest.mark.parametrize("path", ["single", "recount", "parallel", "no_permute"])
 def test_out_of_range_ids_are_masked(path):
     # ids outside [-1, E) break the contract but must only be "not held", never an illegal access
     ids = _ids(20, 4, 16, dtype=torch.int64)
@@ -278,7 +297,7 @@ def test_out_of_range_ids_are_masked(path):
     assert int(p.expert_counts.sum()) == int(((ids >= 0) & (ids < 16)).sum())
 
 
-@pytest.mark.parametrize("path", ["single", "parallel", "no_permute"])
+@pytest.mark.parametrize("path", ["single", "recount", "parallel", "no_permute"])
 def test_non_contiguous_ids(path):
     # ids read through their strides: a transposed view and a column-strided slice
     base = _ids(8, 12, 40)
@@ -364,7 +383,7 @@ def test_parallel_256k():
 # buffers are written in full: poisoned allocations must not leak into the result
 
 
-@pytest.mark.parametrize("path", ["single", "parallel", "no_permute"])
+@pytest.mark.parametrize("path", ["single", "recount", "parallel", "no_permute"])
 def test_poisoned_buffers(monkeypatch, path):
     real_empty = plan_mod._empty
 
@@ -453,7 +472,7 @@ def test_bad_size_arguments():
     local_frac=st.none() | st.floats(0, 1),
     drop=st.sampled_from([0.0, 0.1, 0.5, 1.0]),
     int64=st.booleans(),
-    mode=st.sampled_from(["single", "parallel", "no_permute"]),
+    mode=st.sampled_from(["single", "recount", "parallel", "no_permute"]),
     log_chunk=st.integers(4, 6),
     seed=st.integers(0, 2**31 - 1),
 )

@@ -1,7 +1,8 @@
 """Route-plan time against the issue-4 target (<= 3 us for R <= 2048, E <= 512).
 
     python -m fusedmoe.bench.plan [--routes 8,64,512,2048] [--experts 8,64,256,512] [--top-k 8]
-                                  [--block-m 16] [--path auto|single|parallel] [--chunk N] [--out DIR]
+                                  [--block-m 16] [--path auto|single|recount|parallel] [--chunk N]
+                                  [--warps N] [--out DIR]
 
 For each (routes R, experts E): top-k ids of R / k tokens drawn uniformly (distinct per
 token), the plan checked equal to ``plan.reference_plan``, then timed in a CUDA graph (50
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from ..plan import _auto_chunk, _build, plan_launches, reference_plan
+from ..plan import RECOUNT_CHUNK, _auto_chunk, _build, plan_launches, reference_plan
 from .harness import graph_us
 
 TARGET_US = 3.0
@@ -30,22 +31,22 @@ def _ids(routes: int, experts: int, top_k: int) -> torch.Tensor:
 
 
 def run(routes: list[int], experts: list[int], top_k: int, block_m: int, path: str = "auto",
-        chunk: int | None = None) -> list[dict]:
+        chunk: int | None = None, warps: int | None = None) -> list[dict]:
     rows = []
     for e in experts:
         for r in routes:
             ids = _ids(r, e, top_k)
-            build = lambda: _build(ids, e, block_m, path=path, chunk=chunk)  # noqa: E731
+            build = lambda: _build(ids, e, block_m, path=path, chunk=chunk, recount_warps=warps)  # noqa: E731
             got, ref = build(), reference_plan(ids, e, block_m)
             n = int(ref.num_blocks.item()) * block_m
             equal = (torch.equal(got.num_blocks, ref.num_blocks) and torch.equal(got.expert_counts, ref.expert_counts)
                      and torch.equal(got.sorted_routes[:n], ref.sorted_routes[:n])
                      and torch.equal(got.block_expert[: n // block_m], ref.block_expert[: n // block_m]))
             us = graph_us(build)
-            launches = {"single": 1, "parallel": 3}.get(path) or plan_launches(ids.numel(), e)
+            launches = {"single": 1, "recount": 1, "parallel": 3}.get(path) or plan_launches(ids.numel(), e)
             rows.append(dict(routes=ids.numel(), experts=e, block_m=block_m, path=path,
-                             chunk=chunk or _auto_chunk(ids.numel()),
-                             launches=launches, us=us, equal=equal))
+                             chunk=chunk or (RECOUNT_CHUNK if path == "recount" else _auto_chunk(ids.numel())),
+                             warps=warps, launches=launches, us=us, equal=equal))
             print(f"R={ids.numel():6d} E={e:5d}: {us:6.2f} us, {rows[-1]['launches']} launch(es), "
                   f"equal to the reference: {equal}", flush=True)
     return rows
@@ -57,15 +58,17 @@ def main(argv=None) -> int:
     ap.add_argument("--experts", default="8,64,256,512")
     ap.add_argument("--top-k", type=int, default=8)
     ap.add_argument("--block-m", type=int, default=16)
-    ap.add_argument("--path", default="auto", choices=("auto", "single", "parallel"))
-    ap.add_argument("--chunk", type=int, help="routes per program of the parallel path (default: plan._auto_chunk)")
+    ap.add_argument("--path", default="auto", choices=("auto", "single", "recount", "parallel"))
+    ap.add_argument("--chunk", type=int, help="routes per program of the recount and parallel paths "
+                    "(default: plan.RECOUNT_CHUNK, plan._auto_chunk)")
+    ap.add_argument("--warps", type=int, help="warps per program of the recount path (default: plan.RECOUNT_WARPS)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("plan bench: needs a CUDA GPU")
         return 2
     rows = run([int(v) for v in args.routes.split(",")], [int(v) for v in args.experts.split(",")],
-               args.top_k, args.block_m, args.path, args.chunk)
+               args.top_k, args.block_m, args.path, args.chunk, args.warps)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         meta = dict(device=torch.cuda.get_device_name(), torch=torch.__version__,
@@ -73,6 +76,7 @@ def main(argv=None) -> int:
         (args.out / "plan.json").write_text(json.dumps(dict(meta, rows=rows), indent=1))
         md = [f"Route plan, graph-timed ({meta['device']}, torch {meta['torch']}, Triton {meta['triton']}); "
               f"target <= {TARGET_US} us for R <= 2048, E <= 512", "",
+              f"Path {args.path}, chunk {rows[0]['chunk'] if rows else '-'}, warps {args.warps or 'default'}", "",
               "| routes | experts | launches | us | equal to reference |", "|---|---|---|---|---|"]
         md += [f"| {r['routes']} | {r['experts']} | {r['launches']} | {r['us']:.2f} | {r['equal']} |" for r in rows]
         (args.out / "plan.md").write_text("\n".join(md) + "\n")
