@@ -65,8 +65,8 @@ for step in $steps; do
               run plan_parallel python -m fusedmoe.bench.plan --routes 512,768,1024,2048,16384,65536 --experts 64,512 \
                 --path parallel
               for cw in ${RECOUNT_VARIANTS:-32x4 64x4 64x8 128x8 128x16}; do
-                run "plan_recount_$cw" python -m fusedmoe.bench.plan --routes 8,64,512,768,1024,2048 \
-                  --experts 64,256,512,2048 --path recount --chunk "${cw%x*}" --warps "${cw#*x}" --out "$out/plan_recount_$cw"
+                run "plan_recount_$cw" python -m fusedmoe.bench.plan --routes 8,64,512,1024,2048 \
+                  --experts 64,512,2048 --path recount --chunk "${cw%x*}" --warps "${cw#*x}" --out "$out/plan_recount_$cw"
               done ;;
     tune)     mkdir -p "$out/configs" && cp -r fusedmoe/configs/NVIDIA_H200 "$out/configs/"
               run tune python -m fusedmoe tune --shape "${TUNE_SHAPES:-peers}" --formats "${TUNE_FORMATS:-bf16,fp8_tensor}" \
