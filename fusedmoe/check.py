@@ -22,6 +22,7 @@ import torch
 
 from . import policy
 from .api import PATHS, choose_path, fused_moe, path_quantizes_activations
+from .plan import _build
 from .reference import cosine, moe_reference, rel_l2
 from .routing import route
 from .shapes import PEER_SHAPES, get_shape
@@ -200,6 +201,12 @@ def sanitize() -> None:
                 for cfg in dict.fromkeys(runs):  # each config once (variants may hold a Gluon one)
                     fused_moe(x, weights, tw, ids, path=path, expert_offset=offset, num_experts=n_global,
                               shared_output=torch.randn_like(x), config=cfg)
+    # every blocked plan kernel forced, over an expert window, with ids outside it and past E
+    ids = torch.randint(-3, 40, (150, 5), device=DEV, generator=gen, dtype=torch.int32)
+    for path in ("single", "recount", "parallel"):
+        for block_m in (1, 16, 128):
+            _build(ids, 33, block_m, path=path, expert_offset=2, num_local_experts=20)
+            _build(ids.t(), 33, block_m, path=path)  # strided ids
     torch.cuda.synchronize()
     print("sanitize cases done")
 

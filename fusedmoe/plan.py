@@ -32,23 +32,31 @@ Buffer sizes depend only on (R, E_local, block_m, no_permute), never on the ids:
 ``block_m`` may be any power of two in [1, 1024].  ``R == 0`` gives empty ``sorted_routes`` /
 ``block_expert`` and zeros elsewhere.
 
-Launches per call (``plan_launches``): blocked, R <= 512 and E_local <= 2048: ONE kernel
-(one graph node; the -1 fill happens inside it).  Blocked beyond: three kernels (count per
-chunk of 256+ routes, scan per expert tile, sort+scatter per chunk): from 768 routes on they
-are faster than one program's sort (8.0 against 9.0 us at 1024 x 512, 8.7 against 26.4 at
-2048 x 512).  The one-program kernel still builds plans to 2048 routes when forced
-(``path="single"``).  No-permute: one kernel.  R == 0: no kernel, two zero-fills
-(num_blocks, expert_counts).  Plain CPU tensors without ``TRITON_INTERPRET=1``: the torch
-reference, no kernel.
+Launches per call (``plan_launches``), blocked plans, chosen by ``_auto_blocked`` from R and
+E_local (one graph node each, the -1 fill inside, unless said otherwise):
+
+* one program (``_plan_single_kernel``: histogram, a bitonic sort of the R keys, scatter):
+  small R (to 64 routes, or 256 above 256 experts);
+* the recount launch (``_plan_recount_kernel``, cdiv(R, 32) programs that each count all R
+  routes, rank their own 32 by comparison and write disjoint slots, no program waiting for
+  another): R <= 2048 while R x E_bins <= 2048 x 256;
+* three launches beyond (count per chunk of 256+ routes, scan per expert tile, sort+scatter
+  per chunk), and for more than 2048 routes or experts.
+
+Above 512 experts auto keeps one program to 512 routes, three launches beyond.  Each blocked
+kernel can be forced (``_build(path=...)``).  No-permute: one kernel.  R == 0: no kernel, two
+zero-fills (num_blocks, expert_counts).  Plain CPU tensors without ``TRITON_INTERPRET=1``: the
+torch reference, no kernel.  Contiguous ids are passed as [R, 1] (strides and top_k 1, which
+the JIT specialises to constants), so no kernel divides route indices by top_k.
 
 Measured on one H200 (CUDA graph of 50 calls, median per call; random ids, block_m 16;
-fourth session, 2026-11-30): one program at 8 / 64 / 512 routes x 512 experts 3.0 / 3.3 /
-5.3 us (1.6-2.0 us over 8-64 experts); three launches, chunks of 256, at 2048 / 16k / 64k
-routes x 512 experts 8.7 / 10.1 / 15.0 us (chunks of 2048: 30.6 / 33.3 us at 16k / 64k).
-What costs: a 2048-key bitonic sort in one CTA takes ~14 us and ``tl.histogram`` with 2048
-bins ~10 us (512 bins ~2 us).  Tried and dropped: a sort-free rank (comparisons per chunk, a
-count table in memory; 6-47 us) and a compare kernel with no sort for <= 64 routes (2.5-6.0
-us against one program's 2.0-3.3).  The numbers behind AUTO_SINGLE_MAX_ROUTES are below it.
+fifteenth session, 2026-12-01; the table is above ``SINGLE_AUTO_MAX_ROUTES``): auto takes
+1.5-2.6 us up to 64 routes x 512 experts, 1.9-3.5 us up to 2048 routes x 64 experts, 2.4-3.4
+x 128 experts, 5.8 us at 2048 x 256 and 8.0 us (three launches) at 2048 x 512, where the
+fourth session's rule took 8.2.  The issue's 3 us for every R <= 2048, E <= 512 is not met
+from 512 routes x 256 experts and 256 x 512 on.  Tried and dropped before: a sort-free rank
+through a count table in memory (6-47 us) and a compare kernel with no sort for <= 64 routes
+(2.5-6.0 us).
 """
 
 from __future__ import annotations
@@ -79,22 +87,37 @@ PAR_E_TILE = 2048
 SCAN_TILE = 4096
 SCAN_MAX_CHUNKS = 256
 FILL = 1024
-# "auto" takes the one-program kernel up to this many routes, the three-launch path (chunks
-# of at least PAR_MIN_CHUNK routes, at most SCAN_MAX_CHUNKS chunks) beyond.  Measured on the
-# H200 (2026-11-30, fourth session; python -m fusedmoe.bench.plan, E_local 64 / 512):
-#   routes          512        768-1024     1536       2048       16384      65536
-#   one program     4.0 / 5.3  5.3 / 9.0    22.4/26.2  22.7/26.4  -          -
-#   parallel, 256   5.4 / 7.7  5.3 / 8.0    5.9 / 8.3  6.0 / 8.7  8.3 / 10.1 9.7 / 15.0
-#   parallel, 2048  -          -            -          -          26.6/30.6  27.9/33.3
-# Chunks of 512 and 1024 routes took 6.7-7.1 and 6.7-14.8 us at 512-2048 routes.  A compare
-# kernel with no sort for <= 64 routes took 2.5-6.0 us against the one program's 2.0-3.3 and
-# was removed.
+# "auto" for blocked plans (``_auto_blocked``), from the fifteenth session's graph-timed runs on
+# the H200 (python -m fusedmoe.bench.plan, contiguous ids, block_m 16; us; best warps of the one
+# program in brackets; benchmarks/results/H200/2026-12-01-s15/plan*):
+#   E_local  routes:   8          64         256        512        1024       2048
+#   64       single    1.52 (4)   1.60 (1)   2.29 (4)   3.04 (4)
+#            recount              1.85       1.95       2.08       2.51       3.53
+#            parallel                                   4.95       4.98       5.71
+#   256      single    1.87 (2)   2.08 (1)   3.16 (2)   3.83 (4)
+#            recount              2.51       2.81       3.11       3.89       5.83
+#            parallel                                   6.11       6.78       7.03
+#   512      single    2.54 (2)   2.57 (2)   3.74 (2)   5.20 (4)
+#            recount              3.83       4.13       4.66       6.27       9.11
+#            parallel                                   7.59       7.64       7.96
+# The one program's sort grows with R (26 us at 2048 routes, fourth session) and each recount
+# program counts all R routes with tl.histogram, whose cost grows with R x bins (and with the
+# warps: its cross-warp merge adds each warp's bins with bank-conflicted shared-memory atomics,
+# so 8 and 16 warps ran slower than 4 at every shape).  Hence: one program of 2 warps up to
+# SINGLE_AUTO_MAX_ROUTES routes (and to SINGLE_AUTO_MAX_ROUTES_MANY with more than
+# RECOUNT_FEW_EXPERTS experts), the recount launch while R x E_bins <= RECOUNT_MAX_WORK, three
+# launches beyond.  Above 512 experts (not re-timed this session) auto keeps the fourth
+# session's rule: one program to AUTO_SINGLE_MAX_ROUTES routes, three launches beyond.
+SINGLE_AUTO_MAX_ROUTES = 64
+SINGLE_AUTO_MAX_ROUTES_MANY = 256
+SINGLE_AUTO_WARPS = 2
+RECOUNT_FEW_EXPERTS = 256
+RECOUNT_MAX_EXPERTS = 512
+RECOUNT_MAX_WORK = 2048 * 256
+RECOUNT_CHUNK = 32
+RECOUNT_WARPS = 4
 AUTO_SINGLE_MAX_ROUTES = 512
 PAR_MIN_CHUNK = 256
-# The recount kernel (one launch, programs of RECOUNT_CHUNK routes that each count all R <= 2048
-# routes): not yet measured on the GPU, so "auto" does not take it.
-RECOUNT_CHUNK = 64
-RECOUNT_WARPS = 8
 PAR_MAX_CHUNK = 2048
 
 
@@ -142,7 +165,7 @@ def plan_launches(num_routes: int, num_local_experts: int, *, no_permute: bool =
     """Kernel launches of ``build_plan`` on a Triton device (0, 1 or 3)."""
     if num_routes == 0:
         return 0
-    if no_permute or _auto_single(num_routes, num_local_experts):
+    if no_permute or _auto_blocked(num_routes, num_local_experts)[0] != "parallel":
         return 1
     return 3
 
@@ -154,9 +177,21 @@ def _single_program(num_routes: int, num_local_experts: int) -> bool:
     return num_routes <= SINGLE_MAX_ROUTES and num_local_experts <= SINGLE_MAX_EXPERTS
 
 
-def _auto_single(num_routes: int, num_local_experts: int) -> bool:
-    """Whether "auto" builds this plan in one program (else three launches)."""
-    return num_routes <= AUTO_SINGLE_MAX_ROUTES and _single_program(num_routes, num_local_experts)
+def _auto_blocked(num_routes: int, num_local_experts: int) -> tuple[str, int | None]:
+    """The kernel path ("single" | "recount" | "parallel") and warps (None: the path's own rule)
+    "auto" takes for a blocked plan (the measurements are above SINGLE_AUTO_MAX_ROUTES)."""
+    from ._plan_kernels import next_pow2
+
+    if not _single_program(num_routes, num_local_experts):
+        return "parallel", None
+    if num_local_experts > RECOUNT_MAX_EXPERTS:
+        return ("single" if num_routes <= AUTO_SINGLE_MAX_ROUTES else "parallel"), None
+    many = num_local_experts > RECOUNT_FEW_EXPERTS
+    if num_routes <= (SINGLE_AUTO_MAX_ROUTES_MANY if many else SINGLE_AUTO_MAX_ROUTES):
+        return "single", SINGLE_AUTO_WARPS
+    if num_routes * max(next_pow2(num_local_experts), 16) <= RECOUNT_MAX_WORK:
+        return "recount", None
+    return "parallel", None
 
 
 def _auto_chunk(num_routes: int) -> int:
@@ -236,13 +271,13 @@ def build_plan(
 
 def _build(
     topk_ids, num_experts, block_m, *, expert_offset=0, num_local_experts=None, no_permute=False,
-    path="auto", chunk=None, e_tile=PAR_E_TILE, recount_warps=None,
+    path="auto", chunk=None, e_tile=PAR_E_TILE, warps=None,
 ) -> RoutePlan:
     """build_plan with the blocked path forceable ("single" | "recount" | "parallel") and its
     tiles settable, for tests and benchmarks: ``chunk`` (a power of two) is the routes per
     program of "recount" (None: RECOUNT_CHUNK) and "parallel" (None: _auto_chunk), ``e_tile``
-    the parallel path's expert tile, ``recount_warps`` the warps of a "recount" program
-    (None: RECOUNT_WARPS)."""
+    the parallel path's expert tile, ``warps`` the warps of a "single" or "recount" program
+    (None: their rules)."""
     num_routes, num_local, padded, blocks = _check_args(
         topk_ids, num_experts, block_m, expert_offset, num_local_experts, no_permute
     )
@@ -265,8 +300,10 @@ def _build(
         )
     num_blocks = _empty(1, device)
     counts = _empty(num_local, device)
-    common = (topk_ids, topk_ids.stride(0), topk_ids.stride(1), topk_ids.shape[1], num_routes,
-              expert_offset, num_local)
+    # Contiguous ids are read as [R, 1]: strides and top_k 1 are specialised to constants by
+    # the JIT, which folds the kernels' per-route (r // top_k, r % top_k) arithmetic away.
+    ids = topk_ids.view(-1, 1) if topk_ids.is_contiguous() else topk_ids
+    common = (ids, ids.stride(0), ids.stride(1), ids.shape[1], num_routes, expert_offset, num_local)
 
     if no_permute:
         K._plan_no_permute_kernel[(1,)](
@@ -276,17 +313,18 @@ def _build(
         )
     else:
         if path == "auto":
-            path = "single" if _auto_single(num_routes, num_local) else "parallel"
+            path, auto_warps = _auto_blocked(num_routes, num_local)
+            warps = warps or auto_warps
         if path == "recount":
             _launch_recount(K, common, num_routes, num_local, block_m, padded, blocks, sorted_routes,
-                            block_expert, num_blocks, counts, chunk or RECOUNT_CHUNK, recount_warps or RECOUNT_WARPS)
+                            block_expert, num_blocks, counts, chunk or RECOUNT_CHUNK, warps or RECOUNT_WARPS)
         elif path == "single":
             r_pad = max(K.next_pow2(num_routes), 16)
             off = _empty(num_local, device)
             K._plan_single_kernel[(1,)](
                 *common, sorted_routes, padded, block_expert, blocks, num_blocks, counts, off,
                 BLOCK_M=block_m, R_PAD=r_pad, LOG_R=r_pad.bit_length() - 1,
-                E_BINS=max(K.next_pow2(num_local), 16), FILL=FILL, num_warps=8 if r_pad >= 1024 else 4,
+                E_BINS=max(K.next_pow2(num_local), 16), FILL=FILL, num_warps=warps or (8 if r_pad >= 1024 else 4),
             )
         else:  # "parallel"
             _launch_parallel(K, common, num_routes, num_local, block_m, padded, blocks, sorted_routes,

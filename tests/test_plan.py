@@ -135,11 +135,31 @@ def test_sizes_are_reached():
 def test_plan_launches():
     # documented launch counts per path
     assert plan_launches(0, 4) == 0
-    assert plan_launches(512, 2048) == 1
-    assert plan_launches(513, 4) == 3  # three launches beat one program's sort from 768 routes (H200)
-    assert plan_launches(2048, 2048) == 3
+    assert plan_launches(512, 2048) == 1  # above 512 experts: one program to 512 routes
+    assert plan_launches(513, 2048) == 3
+    assert plan_launches(2048, 256) == 1  # the recount launch: 2048 x 256 is its largest work
+    assert plan_launches(1024, 512) == 1
+    assert plan_launches(2048, 512) == 3  # three launches beat the recount there (H200)
+    assert plan_launches(2049, 4) == 3  # beyond any one-launch kernel
     assert plan_launches(16, 2049) == 3
     assert plan_launches(100_000, 4, no_permute=True) == 1
+
+
+@pytest.mark.parametrize(
+    "r, e, path, warps",
+    [
+        (64, 512, "single", 2),  # small R: one program of 2 warps
+        (65, 256, "recount", None),  # past 64 routes the recount launch, up to 256 experts
+        (256, 257, "single", 2),  # above 256 experts one program runs to 256 routes
+        (257, 512, "recount", None),
+        (1024, 300, "recount", None),  # 300 experts count as 512 histogram bins: 1024 x 512 fits
+        (1025, 300, "parallel", None),
+        (2048, 8, "recount", None),  # few experts: the recount launch to 2048 routes
+        (100, 1024, "single", None),  # above 512 experts the fourth session's rule
+    ],
+)
+def test_auto_blocked_rule(r, e, path, warps):
+    assert plan_mod._auto_blocked(r, e) == (path, warps)
 
 
 def test_parallel_chunk_rule():
@@ -333,9 +353,11 @@ class _LaunchCounter:
 @pytest.mark.parametrize(
     "m, k, e, path, launches",
     [
-        (64, 8, 64, "auto", 1),  # R = 512: auto's largest one-program plan
-        (65, 8, 64, "auto", 3),  # R = 520: parallel
+        (8, 8, 512, "auto", 1),  # R = 64: one program
+        (128, 8, 512, "auto", 1),  # R = 1024 x 512 experts: the recount launch
+        (129, 8, 512, "auto", 3),  # R = 1032: parallel
         (256, 8, 64, "single", 1),  # R = 2048: the one program's largest plan (forced)
+        (256, 8, 64, "recount", 1),  # and the recount launch's (forced)
         (2049, 1, 64, "auto", 3),  # R = 2049: parallel
         (2, 8, 2048, "auto", 1),  # E = 2048: one program, 2048 histogram bins
         (2, 8, 2049, "auto", 3),  # E = 2049: parallel

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from ..plan import RECOUNT_CHUNK, _auto_chunk, _build, plan_launches, reference_plan
+from ..plan import RECOUNT_CHUNK, _auto_blocked, _auto_chunk, _build, plan_launches, reference_plan
 from .harness import graph_us
 
 TARGET_US = 3.0
@@ -36,7 +36,7 @@ def run(routes: list[int], experts: list[int], top_k: int, block_m: int, path: s
     for e in experts:
         for r in routes:
             ids = _ids(r, e, top_k)
-            build = lambda: _build(ids, e, block_m, path=path, chunk=chunk, recount_warps=warps)  # noqa: E731
+            build = lambda: _build(ids, e, block_m, path=path, chunk=chunk, warps=warps)  # noqa: E731
             got, ref = build(), reference_plan(ids, e, block_m)
             n = int(ref.num_blocks.item()) * block_m
             equal = (torch.equal(got.num_blocks, ref.num_blocks) and torch.equal(got.expert_counts, ref.expert_counts)
@@ -44,10 +44,11 @@ def run(routes: list[int], experts: list[int], top_k: int, block_m: int, path: s
                      and torch.equal(got.block_expert[: n // block_m], ref.block_expert[: n // block_m]))
             us = graph_us(build)
             launches = {"single": 1, "recount": 1, "parallel": 3}.get(path) or plan_launches(ids.numel(), e)
-            rows.append(dict(routes=ids.numel(), experts=e, block_m=block_m, path=path,
+            kernel = _auto_blocked(ids.numel(), e)[0] if path == "auto" else path
+            rows.append(dict(routes=ids.numel(), experts=e, block_m=block_m, path=path, kernel=kernel,
                              chunk=chunk or (RECOUNT_CHUNK if path == "recount" else _auto_chunk(ids.numel())),
                              warps=warps, launches=launches, us=us, equal=equal))
-            print(f"R={ids.numel():6d} E={e:5d}: {us:6.2f} us, {rows[-1]['launches']} launch(es), "
+            print(f"R={ids.numel():6d} E={e:5d}: {us:6.2f} us, {kernel}, {rows[-1]['launches']} launch(es), "
                   f"equal to the reference: {equal}", flush=True)
     return rows
 
@@ -61,7 +62,7 @@ def main(argv=None) -> int:
     ap.add_argument("--path", default="auto", choices=("auto", "single", "recount", "parallel"))
     ap.add_argument("--chunk", type=int, help="routes per program of the recount and parallel paths "
                     "(default: plan.RECOUNT_CHUNK, plan._auto_chunk)")
-    ap.add_argument("--warps", type=int, help="warps per program of the recount path (default: plan.RECOUNT_WARPS)")
+    ap.add_argument("--warps", type=int, help="warps per program of the single and recount paths (default: their rules in plan)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
@@ -77,8 +78,9 @@ def main(argv=None) -> int:
         md = [f"Route plan, graph-timed ({meta['device']}, torch {meta['torch']}, Triton {meta['triton']}); "
               f"target <= {TARGET_US} us for R <= 2048, E <= 512", "",
               f"Path {args.path}, chunk {rows[0]['chunk'] if rows else '-'}, warps {args.warps or 'default'}", "",
-              "| routes | experts | launches | us | equal to reference |", "|---|---|---|---|---|"]
-        md += [f"| {r['routes']} | {r['experts']} | {r['launches']} | {r['us']:.2f} | {r['equal']} |" for r in rows]
+              "| routes | experts | kernel | launches | us | equal to reference |", "|---|---|---|---|---|---|"]
+        md += [f"| {r['routes']} | {r['experts']} | {r['kernel']} | {r['launches']} | {r['us']:.2f} | {r['equal']} |"
+               for r in rows]
         (args.out / "plan.md").write_text("\n".join(md) + "\n")
     return 0 if all(r["equal"] for r in rows) else 1
 
