@@ -50,13 +50,13 @@ torch reference, no kernel.  Contiguous ids are passed as [R, 1] (strides and to
 the JIT specialises to constants), so no kernel divides route indices by top_k.
 
 Measured on one H200 (CUDA graph of 50 calls, median per call; random ids, block_m 16;
-fifteenth session, 2026-12-01; the table is above ``SINGLE_AUTO_MAX_ROUTES``): auto takes
-1.5-2.6 us up to 64 routes x 512 experts, 1.9-3.5 us up to 2048 routes x 64 experts, 2.4-3.4
-x 128 experts, 5.8 us at 2048 x 256 and 8.0 us (three launches) at 2048 x 512, where the
-fourth session's rule took 8.2.  The issue's 3 us for every R <= 2048, E <= 512 is not met
-from 512 routes x 256 experts and 256 x 512 on.  Tried and dropped before: a sort-free rank
-through a count table in memory (6-47 us) and a compare kernel with no sort for <= 64 routes
-(2.5-6.0 us).
+fifteenth session, 2026-12-01; the kernels' table is above ``SINGLE_AUTO_MAX_ROUTES``): auto
+takes 1.5-2.6 us up to 64 routes x 512 experts, 1.5-3.0 up to 2048 routes x 8 experts,
+1.8-3.7 x 64, 1.8-3.4 x 128, 5.9 us at 2048 x 256 and 8.0 (three launches) at 2048 x 512,
+where the fourth session's rule took 8.2 (3.0 / 3.3 / 5.3 at 8 / 64 / 512 routes x 512).
+The issue's 3 us holds to 2048 routes x 8 experts, 1024 x 128, 256 x 256 and 64 x 512, not
+beyond.  Tried and dropped before: a sort-free rank through a count table in memory (6-47 us)
+and a compare kernel with no sort for <= 64 routes (2.5-6.0 us).
 """
 
 from __future__ import annotations

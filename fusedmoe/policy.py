@@ -335,11 +335,13 @@ def routes_per_active_expert(m: int, top_k: int, num_experts: int) -> float:
 #   tied at 1.35 on Hunyuan (80-82 vs 82-84) and lost at 1.55 on Qwen3 (139-151 vs 117): the
 #   limit sits at 1.4.
 #   DeepSeek-V3 fp8_block M=16 (1.26) loses 7% by it (172 vs 160 us).
-# - fp8_block at M <= 8 (its GEMV form also loads a block scale per 128 columns): at Mixtral
-#   M=4 (1.46 by routes_per_active_expert) grouped won in the sixth session (140.3 vs 150.6 us,
-#   2026-11-30-s6/decode), where fp8_tensor's route-direct still won (144.1 vs 148.2); the
-#   fifth session measured it both ways (146.9 vs 145.4; 140.4 vs 163.0 with a PDL entry since
-#   reverted): its limit sits at 1.4.
+# - fp8_block at M <= 8 (its GEMV form also loads a block scale per 128 columns) had a limit
+#   of its own, 1.4, from Mixtral M=4 (1.46), where grouped won in the sixth session (140.3 vs
+#   150.6 us, 2026-11-30-s6/decode).  With the fourteenth session's GEMV tiles and fp16 products
+#   route-direct wins there (133.9 vs 142.9 us; 2026-12-01-s15/dispatch_fp8_block), and on the
+#   three top-1 layers at M=16 (1.55: 85.3 vs 93.2 and 23.2 vs 32.3 us, and the held-out
+#   Llama-4-Scout TP8 57.3 vs 63.1), while E=8 Mixtral-sized experts at M=8 (1.52) lose 2%
+#   (293.7 vs 287.5): fp8_block takes fp8_tensor's limits.
 # - FP8 at 8 < M <= 16 on a large layer: DeepSeek-V3 (untouched by TP, 44 MB per FP8 expert)
 #   fp8_tensor M=16 (1.26) ran route-direct at 1201-1543 us against grouped's 1054 (99.8% of
 #   the floor), where M=8 (1.11) still went route-direct's way, 624.9 against 670.3
@@ -362,7 +364,7 @@ def routes_per_active_expert(m: int, top_k: int, num_experts: int) -> float:
 #   tie at 1.52 and grouped 9% faster at 2.27.
 ROUTE_DIRECT_MAX_TOKENS = 16
 # routes per active expert: (M <= 8 or at most SMALL_LIMIT_MAX_ROUTES routes, other 8 < M <= 16)
-ROUTE_DIRECT_MAX_SHARING = {"16bit": (2.0, 1.3), "fp8": (1.6, 1.4), "fp8_block": (1.4, 1.4)}
+ROUTE_DIRECT_MAX_SHARING = {"16bit": (2.0, 1.3), "fp8": (1.6, 1.4)}
 SMALL_LIMIT_MAX_ROUTES = 16  # top-1 layers up to M=16
 ROUTE_DIRECT_MAX_BYTES = 1.5e9  # FP8 active weight bytes at 8 < M <= 16
 
@@ -492,8 +494,7 @@ def choose_path(m: int, top_k: int, num_experts: int, hidden: int, inter: int, f
     """The path the dispatcher runs for these shape facts."""
     if m > ROUTE_DIRECT_MAX_TOKENS:
         return "grouped"
-    kind = fmt if fmt in ROUTE_DIRECT_MAX_SHARING else "fp8" if fmt in FP8_FORMATS else "16bit"
-    small_m, large_m = ROUTE_DIRECT_MAX_SHARING[kind]
+    small_m, large_m = ROUTE_DIRECT_MAX_SHARING["fp8" if fmt in FP8_FORMATS else "16bit"]
     active_fp8_bytes = active_experts(m, top_k, num_experts) * 3 * hidden * inter
     if m > 8 and fmt in FP8_FORMATS and active_fp8_bytes > ROUTE_DIRECT_MAX_BYTES:
         return "grouped"

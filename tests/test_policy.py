@@ -335,13 +335,13 @@ def test_restricted_tuning_compiles_every_combination_of_its_moves():
     assert len(every) == len(list(tune.candidates("route_direct", "fp8_tensor")))
 
 
-def test_fp8_block_dispatch_limit_sits_below_fp8_tensor():
-    # Mixtral (E=8, top-2) M=4 shares 1.46 routes per active expert: measured, route-direct
-    # wins with fp8_tensor and grouped with fp8_block (2026-11-30-s6/decode).
+def test_fp8_dispatch_limits():
+    # Mixtral (E=8, top-2) M=4 shares 1.46 routes per active expert: route-direct wins with
+    # both FP8 formats (2026-12-01-s15/dispatch_fp8_block), M=8 (2.2) goes grouped.
     assert policy.routes_per_active_expert(4, 2, 8) == pytest.approx(1.463, abs=1e-3)
-    assert policy.choose_path(4, 2, 8, 4096, 7168, "fp8_tensor", 132) == "route_direct"
-    assert policy.choose_path(4, 2, 8, 4096, 7168, "fp8_block", 132) == "grouped"
-    assert policy.choose_path(2, 2, 8, 4096, 7168, "fp8_block", 132) == "route_direct"
+    for fmt in ("fp8_tensor", "fp8_block"):
+        assert policy.choose_path(4, 2, 8, 4096, 7168, fmt, 132) == "route_direct"
+        assert policy.choose_path(8, 2, 8, 4096, 7168, fmt, 132) == "grouped"
     # FP8 at 8 < M <= 16: a large layer (DeepSeek-V3 untouched by TP) goes grouped, its TP8 slice does not
     assert policy.choose_path(16, 8, 256, 7168, 2048, "fp8_tensor", 132) == "grouped"
     assert policy.choose_path(8, 8, 256, 7168, 2048, "fp8_tensor", 132) == "route_direct"
@@ -353,7 +353,7 @@ def test_top1_layers_keep_the_small_m_limits_up_to_16_routes():
     # 1.55 routes per active expert at M=16 (E=16, top-1): route-direct won or tied on three
     # top-1 layers (2026-12-01/top1); the same ratio with 128 routes (Qwen3, top-8) lost
     assert policy.routes_per_active_expert(16, 1, 16) == pytest.approx(1.553, abs=1e-3)
-    for fmt in ("bf16", "fp8_tensor"):
+    for fmt in ("bf16", "fp8_tensor", "fp8_block"):
         assert policy.choose_path(16, 1, 16, 2048, 768, fmt, 132) == "route_direct"
         assert policy.choose_path(32, 1, 16, 2048, 768, fmt, 132) == "grouped"  # past 16 tokens
     assert policy.choose_path(16, 8, 128, 2048, 768, "fp8_tensor", 132) == "grouped"  # Qwen3: 1.55, 128 routes
