@@ -10,7 +10,7 @@ out-of-bounds access.
 Launches (all grids fixed by the shapes, no host sync):
 
 * ``_plan_single_kernel``       grid (1,)                          blocked, R <= 2048, E_local <= 2048
-* ``_plan_recount_kernel``      grid (cdiv(R, CHUNK),)             blocked, R <= 2048, E_local <= 2048
+* ``_plan_recount_kernel``      grid (cdiv(R, CHUNK),)             blocked, R <= 2048, E_local <= 512
 * ``_plan_count_kernel``        grid (num_chunks,)                 blocked, parallel path, step 1
 * ``_plan_chunk_scan_kernel``   grid (cdiv(E_local, EXPERTS),)     blocked, parallel path, step 2
 * ``_plan_scatter_kernel``      grid (num_chunks,)                 blocked, parallel path, step 3
@@ -126,7 +126,8 @@ def _plan_recount_kernel(
     PAD_TILE: tl.constexpr, FILL: tl.constexpr,
 ):
     """Whole blocked plan in one launch of cdiv(R, CHUNK) programs that never wait for each
-    other: program c counts every route itself (R <= 2048), so no count crosses programs.
+    other: program c counts every route itself (R <= 2048, E_local <= 512), so no count
+    crosses programs.
 
     counts = histogram(all held routes); before = histogram(held routes r < c*CHUNK);
     pstart = excl_cumsum(roundup(counts, BLOCK_M)).  Route r of the chunk, of expert e, goes to
@@ -134,9 +135,9 @@ def _plan_recount_kernel(
     no sort; the [E_BINS] vectors are read per route with tl.gather, in registers and shared
     memory, not through global memory).  The program holding an expert's last route writes
     that segment's padding with -1; the slots and blocks past the live part are split evenly
-    over the programs.  Every
-    slot is written by exactly one program (block_expert entries by each route of the block,
-    with one value), so no ordering between programs or threads is needed.
+    over the programs.  Every slot is written by exactly one program (block_expert entries by
+    each route of the block, with one value), so no ordering between programs or threads is
+    needed.
     """
     c = tl.program_id(0)
     progs = tl.num_programs(0)

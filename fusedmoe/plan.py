@@ -39,7 +39,7 @@ E_local (one graph node each, the -1 fill inside, unless said otherwise):
   small R (to 64 routes, or 256 above 256 experts);
 * the recount launch (``_plan_recount_kernel``, cdiv(R, 32) programs that each count all R
   routes, rank their own 32 by comparison and write disjoint slots, no program waiting for
-  another): R <= 2048 while R x E_bins <= 2048 x 256;
+  another; R <= 2048, E_local <= 512): while R x E_bins <= 2048 x 256;
 * three launches beyond (count per chunk of 256+ routes, scan per expert tile, sort+scatter
   per chunk), and for more than 2048 routes or experts.
 
@@ -106,8 +106,9 @@ FILL = 1024
 # so 8 and 16 warps ran slower than 4 at every shape).  Hence: one program of 2 warps up to
 # SINGLE_AUTO_MAX_ROUTES routes (and to SINGLE_AUTO_MAX_ROUTES_MANY with more than
 # RECOUNT_FEW_EXPERTS experts), the recount launch while R x E_bins <= RECOUNT_MAX_WORK, three
-# launches beyond.  Above 512 experts (not re-timed this session) auto keeps the fourth
-# session's rule: one program to AUTO_SINGLE_MAX_ROUTES routes, three launches beyond.
+# launches beyond.  Above 512 experts the recount kernel is not offered (at 2048 experts it took
+# 16-54 us for 8-2048 routes, call 1 of that session) and auto keeps the fourth session's rule
+# (not re-timed): one program to AUTO_SINGLE_MAX_ROUTES routes, three launches beyond.
 SINGLE_AUTO_MAX_ROUTES = 64
 SINGLE_AUTO_MAX_ROUTES_MANY = 256
 SINGLE_AUTO_WARPS = 2
@@ -204,10 +205,14 @@ def _auto_chunk(num_routes: int) -> int:
 
 def _check_forced_path(path: str, num_routes: int, num_local_experts: int) -> None:
     """Raise ValueError naming ``path`` when it is unknown or its kernel cannot take the plan."""
+    from ._plan_kernels import SINGLE_MAX_ROUTES
     if path not in ("auto", "single", "recount", "parallel"):
         raise ValueError(f"path: expected 'auto', 'single', 'recount' or 'parallel', got {path!r}")
-    if path in ("single", "recount") and not _single_program(num_routes, num_local_experts):
-        raise ValueError(f"path: {path!r} needs R <= 2048 and E_local <= 2048, got {num_routes}, {num_local_experts}")
+    if path == "single" and not _single_program(num_routes, num_local_experts):
+        raise ValueError(f"path: 'single' needs R <= 2048 and E_local <= 2048, got {num_routes}, {num_local_experts}")
+    if path == "recount" and not (num_routes <= SINGLE_MAX_ROUTES and num_local_experts <= RECOUNT_MAX_EXPERTS):
+        raise ValueError(f"path: 'recount' needs R <= {SINGLE_MAX_ROUTES} and E_local <= {RECOUNT_MAX_EXPERTS}, "
+                         f"got {num_routes}, {num_local_experts}")
 
 
 def _check_block_m(block_m: object) -> int:

@@ -66,7 +66,7 @@ for step in $steps; do
                 --path parallel
               for cw in ${RECOUNT_VARIANTS:-32x4 64x4 64x8 128x8 128x16}; do
                 run "plan_recount_$cw" python -m fusedmoe.bench.plan --routes 8,64,512,1024,2048 \
-                  --experts 64,512,2048 --path recount --chunk "${cw%x*}" --warps "${cw#*x}" --out "$out/plan_recount_$cw"
+                  --experts 64,256,512 --path recount --chunk "${cw%x*}" --warps "${cw#*x}" --out "$out/plan_recount_$cw"
               done ;;
     tune)     mkdir -p "$out/configs" && cp -r fusedmoe/configs/NVIDIA_H200 "$out/configs/"
               run tune python -m fusedmoe tune --shape "${TUNE_SHAPES:-peers}" --formats "${TUNE_FORMATS:-bf16,fp8_tensor}" \

@@ -190,6 +190,10 @@ def test_forced_path_errors():
         plan_mod._build(ids, 4, 16, path="single")
     with pytest.raises(ValueError, match="path: expected"):
         plan_mod._build(ids[:4], 4, 16, path="small")
+    with pytest.raises(ValueError, match="path: 'recount' needs"):
+        plan_mod._build(ids, 4, 16, path="recount")  # 2049 routes
+    with pytest.raises(ValueError, match="path: 'recount' needs"):
+        plan_mod._build(ids[:4], 513, 16, path="recount")  # 513 experts
 
 
 # ---------------------------------------------------------------------------------------------
@@ -247,7 +251,7 @@ def test_parallel_small(m, k, e, bm, chunk, e_tile):
         (40, 8, 7, 1, 16),  # block_m 1 (no padding), 20 programs over 7 experts
         (30, 8, 5, 1024, 32),  # the widest block: each segment's padding spans many pad tiles
         (256, 8, 512, 16, 64),  # 2048 routes: the largest plan, 32 programs of the default chunk
-        (256, 8, 2048, 64, 128),  # 2048 routes x 2048 experts: the most histogram bins
+        (256, 8, 300, 64, 128),  # 2048 routes x 300 experts (512 bins, the most it takes), chunks of 128
     ],
 )
 def test_recount_small(m, k, e, bm, chunk):
