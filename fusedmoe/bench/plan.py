@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from ..plan import RECOUNT_CHUNK, _auto_blocked, _auto_chunk, _build, plan_launches, reference_plan
+from ..plan import _auto_blocked, _auto_chunk, _build, _recount_chunk, plan_launches, reference_plan
 from .harness import graph_us
 
 TARGET_US = 3.0
@@ -46,7 +46,7 @@ def run(routes: list[int], experts: list[int], top_k: int, block_m: int, path: s
             launches = {"single": 1, "recount": 1, "parallel": 3}.get(path) or plan_launches(ids.numel(), e)
             kernel = _auto_blocked(ids.numel(), e)[0] if path == "auto" else path
             rows.append(dict(routes=ids.numel(), experts=e, block_m=block_m, path=path, kernel=kernel,
-                             chunk=chunk or (RECOUNT_CHUNK if path == "recount" else _auto_chunk(ids.numel())),
+                             chunk=chunk or (_recount_chunk() if kernel == "recount" else _auto_chunk(ids.numel())),
                              warps=warps, launches=launches, us=us, equal=equal))
             print(f"R={ids.numel():6d} E={e:5d}: {us:6.2f} us, {kernel}, {rows[-1]['launches']} launch(es), "
                   f"equal to the reference: {equal}", flush=True)
@@ -61,7 +61,7 @@ def main(argv=None) -> int:
     ap.add_argument("--block-m", type=int, default=16)
     ap.add_argument("--path", default="auto", choices=("auto", "single", "recount", "parallel"))
     ap.add_argument("--chunk", type=int, help="routes per program of the recount and parallel paths "
-                    "(default: plan.RECOUNT_CHUNK, plan._auto_chunk)")
+                    "(default: plan._recount_chunk, plan._auto_chunk)")
     ap.add_argument("--warps", type=int, help="warps per program of the single and recount paths (default: their rules in plan)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
