@@ -179,11 +179,17 @@ def _single_program(num_routes: int, num_local_experts: int) -> bool:
     return num_routes <= SINGLE_MAX_ROUTES and num_local_experts <= SINGLE_MAX_EXPERTS
 
 
+def _width(n: int) -> int:
+    """Tensor width of the one-program and recount kernels for n routes (R_PAD) or experts
+    (E_BINS, the histogram bins): a power of two, at least 16."""
+    from ._plan_kernels import next_pow2
+
+    return max(next_pow2(n), 16)
+
+
 def _auto_blocked(num_routes: int, num_local_experts: int) -> tuple[str, int | None]:
     """The kernel path ("single" | "recount" | "parallel") and warps (None: the path's own rule)
     "auto" takes for a blocked plan (the measurements are above SINGLE_AUTO_MAX_ROUTES)."""
-    from ._plan_kernels import next_pow2
-
     if not _single_program(num_routes, num_local_experts):
         return "parallel", None
     if num_local_experts > RECOUNT_MAX_EXPERTS:
@@ -191,7 +197,7 @@ def _auto_blocked(num_routes: int, num_local_experts: int) -> tuple[str, int | N
     many = num_local_experts > RECOUNT_FEW_EXPERTS
     if num_routes <= (SINGLE_AUTO_MAX_ROUTES_MANY if many else SINGLE_AUTO_MAX_ROUTES):
         return "single", SINGLE_AUTO_WARPS
-    if num_routes * max(next_pow2(num_local_experts), 16) <= RECOUNT_MAX_WORK:
+    if num_routes * _width(num_local_experts) <= RECOUNT_MAX_WORK:
         return "recount", None
     return "parallel", None
 
@@ -325,12 +331,12 @@ def _build(
             _launch_recount(K, common, num_routes, num_local, block_m, padded, blocks, sorted_routes,
                             block_expert, num_blocks, counts, chunk or _recount_chunk(), warps or RECOUNT_WARPS)
         elif path == "single":
-            r_pad = max(K.next_pow2(num_routes), 16)
+            r_pad = _width(num_routes)
             off = _empty(num_local, device)
             K._plan_single_kernel[(1,)](
                 *common, sorted_routes, padded, block_expert, blocks, num_blocks, counts, off,
                 BLOCK_M=block_m, R_PAD=r_pad, LOG_R=r_pad.bit_length() - 1,
-                E_BINS=max(K.next_pow2(num_local), 16), FILL=FILL, num_warps=warps or (8 if r_pad >= 1024 else 4),
+                E_BINS=_width(num_local), FILL=FILL, num_warps=warps or (8 if r_pad >= 1024 else 4),
             )
         else:  # "parallel"
             _launch_parallel(K, common, num_routes, num_local, block_m, padded, blocks, sorted_routes,
@@ -348,11 +354,12 @@ def _recount_chunk() -> int:
 def _launch_recount(K, common, num_routes, num_local, block_m, padded, blocks, sorted_routes,
                     block_expert, num_blocks, counts, chunk, num_warps):
     """One launch of cdiv(R, chunk) programs, each recounting every route (R <= 2048)."""
-    chunk = min(chunk, max(K.next_pow2(num_routes), 16))
+    r_pad = _width(num_routes)
+    chunk = min(chunk, r_pad)
     K._plan_recount_kernel[(-(-num_routes // chunk),)](
         *common, sorted_routes, padded, block_expert, blocks, num_blocks, counts,
-        BLOCK_M=block_m, R_PAD=max(K.next_pow2(num_routes), 16), CHUNK=chunk,
-        E_BINS=max(K.next_pow2(num_local), 16), PAD_TILE=min(block_m, 64), FILL=FILL, num_warps=num_warps,
+        BLOCK_M=block_m, R_PAD=r_pad, CHUNK=chunk,
+        E_BINS=_width(num_local), PAD_TILE=min(block_m, 64), FILL=FILL, num_warps=num_warps,
     )
 
 
@@ -361,7 +368,7 @@ def _launch_parallel(K, common, num_routes, num_local, block_m, padded, blocks,
     """Three launches: count (per chunk), scan (per expert tile), scatter (per chunk)."""
     device = sorted_routes.device
     # No chunk wider than the routes need (R = 16 over 4096 experts sorts 16 keys, not 2048).
-    chunk = min(chunk, max(K.next_pow2(num_routes), 16))
+    chunk = min(chunk, _width(num_routes))
     num_chunks = -(-num_routes // chunk)
     if num_chunks * num_local > _INT32_LIMIT:  # a forced chunk narrower than _auto_chunk's
         raise ValueError(f"chunk: {num_chunks} chunks of {chunk} routes x {num_local} experts overflow int32")
