@@ -35,6 +35,9 @@ def device() -> torch.device:
 
 # Fresh random data on every run; FUSEDMOE_SEED=<n> replays a run (the header prints it).
 SESSION_SEED = int(os.environ.get("FUSEDMOE_SEED", random.randrange(2**31)))
+# pytest-xdist workers are started after this module is imported and inherit the environment,
+# so every worker draws from the seed the controller prints.
+os.environ["FUSEDMOE_SEED"] = str(SESSION_SEED)
 
 
 def pytest_report_header(config):
