@@ -299,9 +299,13 @@ def test_compare_against_peer_figures_with_a_line_per_format():
 
     peers_md = ("## Time per call (us)\n\n| shape / format / peer | M=1 | M=8 |\n|---|---|---|\n"
                 "| s / bf16 / vllm_triton | 20.0 | 80.0 |\n| s / fp8_tensor / vllm_triton | 30.0 | |\n"
-                "| s / bf16 / torch_grouped_mm | 90.0 | 99.0 |\n\n## Percent of the bandwidth floor\n")
+                "| s / bf16 / torch_grouped_mm | 90.0 | 99.0 |\n\n## Percent of the bandwidth floor (100 = at the floor)"
+                "\n\n| shape / format / peer | M=1 | M=8 |\n|---|---|---|\n| s / bf16 / vllm_triton | 40 | 95 |\n"
+                "| s / bf16 / torch_grouped_mm | 9 | 9 |\n\n## Throughput\n")
     times = compare.parse_peer_times(peers_md)
     assert times == {("s", "bf16", 1): 20.0, ("s", "bf16", 8): 80.0, ("s", "fp8_tensor", 1): 30.0}
+    peer_pct = compare.parse_peer_pct_floor(peers_md)
+    assert peer_pct == {("s", "bf16", 1): 40.0, ("s", "bf16", 8): 95.0}
     results = [dict(shape="s", format=f, tokens=m, impl="auto", status="ok", us=us, pct_floor=pct)
                for f, m, us, pct in (("bf16", 1, 10.0, 50.0), ("bf16", 8, 100.0, 90.0), ("fp8_tensor", 1, 15.0, 40.0))]
     rows, summary = compare.compare(results + [dict(results[0], impl="grouped")], times, {})
@@ -317,7 +321,11 @@ def test_compare_against_peer_figures_with_a_line_per_format():
                 "| s | bf16 | 8 | 72.0 | 75.0 | 80.0 | 90 | 80.0 |\n")
     proto = compare.parse_prototype_times(proto_md)
     assert proto == {("s", "bf16", 1): (10.0, 80.0), ("s", "bf16", 8): (80.0, 90.0)}
-    rows, summary = compare.compare(results, times, proto)
+    rows, summary = compare.compare(results, times, proto, peer_pct=peer_pct)
     # M=1: as fast (10 us) at 50% of our floor; M=8: slower (100 us) at 90%, as the prototype
     assert (summary["slower_than_prototype"], summary["below_prototype_pct_floor"]) == (1, 1)
-    assert "| s | bf16 | 8 | 100.0 | 90 | 80.0 | 0.80 | 80.0 | 90 |" in compare.to_markdown(rows, summary, "vllm_triton")
+    # the peer: faster at M=1 at a higher % of its floor (40 < 50), slower at M=8 and below its 95%
+    assert (summary["slower_than_peer"], summary["below_peer_pct_floor"]) == (1, 1)
+    text = compare.to_markdown(rows, summary, "vllm_triton")
+    assert "| s | bf16 | 8 | 100.0 | 90 | 80.0 | 95 | 0.80 | 80.0 | 90 |" in text
+    assert "1 slower than it (1 below its % of the floor)" in text
