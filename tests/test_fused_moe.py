@@ -126,17 +126,23 @@ def test_expert_window_over_full_weights(path, device):
 @pytest.mark.parametrize("path", PATHS)
 def test_expert_map(path, device):
     # A non-contiguous set of held experts given by expert_map: global ids 1, 4, 6, 9 are the
-    # local experts 0..3; every other id contributes nothing.
+    # local experts 0..3; every other id contributes nothing.  The map is a remap of the ids, so
+    # the call is bitwise the one on the local ids (fp8_block: scales of the remapped experts);
+    # the 16-bit layer is checked against float64 too.  (Not the fp8_block layer: on the GPU the
+    # w8a8 paths flip ~0.2% of the SwiGLU output's e4m3 codes against the float64 replay, and in
+    # a layer of ~800 codes one flip can move the output by 2%: seed 1183860750, sixteenth session.)
     m, k, h, i = 7, 3, 64, 40
-    weights, x, _, _ = make_layer(m, 4, k, h, i, "fp8_block", device)
     emap = torch.full((10,), -1, dtype=torch.int32, device=device)
     emap[torch.tensor([1, 4, 6, 9], device=device)] = torch.arange(4, dtype=torch.int32, device=device)
     ids = torch.randint(-1, 10, (m, k), device=device, dtype=torch.int32)
     tw = torch.rand(m, k, device=device)
-    out = fused_moe(x, weights, tw, ids, path=path, expert_map=emap)
     local = torch.where(ids >= 0, emap[ids.clamp(min=0)], -1)
-    ref = moe_reference(x, weights, tw, local, quantize_activations=path_quantizes_activations(path, "fp8_block"))
-    assert rel_l2(out, ref) <= max_rel_l2(path, "fp8_block")
+    for fmt in ("fp8_block", PLAIN_FORMAT):
+        weights, x, _, _ = make_layer(m, 4, k, h, i, fmt, device)
+        out = fused_moe(x, weights, tw, ids, path=path, expert_map=emap)
+        assert torch.equal(out, fused_moe(x, weights, tw, local, path=path))
+    ref = moe_reference(x, weights, tw, local)
+    assert rel_l2(out, ref) <= max_rel_l2(path, PLAIN_FORMAT) and cosine(out, ref) >= MIN_COSINE
     with pytest.raises(ValueError, match=r"expert_map: expected ids in \[-1, 4\)"):
         fused_moe(x, weights, tw, ids, path=path, expert_map=emap + 5)
     with pytest.raises(ValueError, match="expert_map: give either"):
