@@ -169,7 +169,7 @@ def test_parallel_chunk_rule():
 
 @pytest.mark.parametrize("path", ["single", "recount", "parallel"])
 def test_forced_paths_equal_the_reference(path):
-    # the same ids through either kernel family, across the auto threshold (512 routes)
+    # the same ids (512, 520 and 768 routes over 300 experts) through each forced kernel
     for m in (64, 65, 96):
         ids = _ids(m, 8, 300, drop=0.05)
         _check(ids, 300, 16, path=path)

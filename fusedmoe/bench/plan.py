@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from ..plan import _auto_blocked, _auto_chunk, _build, _recount_chunk, plan_launches, reference_plan
+from ..plan import _auto_blocked, _auto_chunk, _build, _recount_chunk, reference_plan
 from .harness import graph_us
 
 TARGET_US = 3.0
@@ -43,8 +43,8 @@ def run(routes: list[int], experts: list[int], top_k: int, block_m: int, path: s
                      and torch.equal(got.sorted_routes[:n], ref.sorted_routes[:n])
                      and torch.equal(got.block_expert[: n // block_m], ref.block_expert[: n // block_m]))
             us = graph_us(build)
-            launches = {"single": 1, "recount": 1, "parallel": 3}.get(path) or plan_launches(ids.numel(), e)
             kernel = _auto_blocked(ids.numel(), e)[0] if path == "auto" else path
+            launches = 3 if kernel == "parallel" else 1  # as plan_launches counts them
             rows.append(dict(routes=ids.numel(), experts=e, block_m=block_m, path=path, kernel=kernel,
                              chunk=chunk or (_recount_chunk() if kernel == "recount" else _auto_chunk(ids.numel())),
                              warps=warps, launches=launches, us=us, equal=equal))
