@@ -17,7 +17,7 @@ from pathlib import Path
 
 import triton
 
-from .weights import FP8_FORMATS
+from .weights import A8_FORMATS, FP8_FORMATS
 
 CONFIG_DIR = Path(__file__).parent / "configs"
 
@@ -168,7 +168,7 @@ def grouped_promote_k(m: int, gate_up: Tile, down: Tile, fmt: str = "fp8_tensor"
     """FP8 promotion interval for M tokens: 128 from GROUPED_PROMOTE_128_MIN_TOKENS, else 64,
     never above either tile's BLOCK_K (32 below 64).  Weights of 16 bits take 32 at every M:
     the kernels ignore it there, and one value compiles one kernel."""
-    if fmt not in FP8_FORMATS:
+    if fmt not in A8_FORMATS:
         return 32
     want = 128 if m >= GROUPED_PROMOTE_128_MIN_TOKENS else 64
     return min(want, gate_up.block_k, down.block_k) if min(gate_up.block_k, down.block_k) >= 32 else 32
@@ -198,7 +198,7 @@ def grouped_config(m: int, top_k: int, num_experts: int, hidden: int, inter: int
     bm = grouped_block_m(m * top_k, num_experts)
     swap = bm < 64
     warps = 4 if swap else 8
-    if fmt in FP8_FORMATS:
+    if fmt in A8_FORMATS:  # FP8 MMA (w4a8: the FP4 weights decoded to e4m3 per K step)
         # BLOCK_K = 128: one scale per step.  Gate/up tiles of 64 columns at BLOCK_M 32 and 64:
         # two CTAs per SM, the SwiGLU output requantised by a launch of its own
         # (grouped.splits_quantisation).  In the eighth session's tuner logs, pairs of configs
@@ -279,7 +279,7 @@ def route_direct_config(m: int, top_k: int, num_experts: int, hidden: int, inter
     2026-11-30-s8/tune_heldout.jsonl): 1.05-1.15x in 6 cases, and 16-bit M <= 2 at 35.1 /
     56.7 us where every candidate with the old gate/up tile took >= 38.0 / 64.5."""
     routes = max(1, m * top_k)
-    fp8 = fmt in FP8_FORMATS
+    fp8 = fmt in A8_FORMATS  # weights of 8 bits or fewer: GEMV forms (w4a8 takes FP8's tiles, untuned)
     if fp8 or m <= 2:
         bn, narrowest, per_sm = (8, 4, FP8_GATE_UP_PROGRAMS_PER_SM) if fp8 else (8, 2, BF16_GATE_UP_PROGRAMS_PER_SM)
         while bn > narrowest and routes * triton.cdiv(inter, bn) < per_sm * num_sms:
@@ -400,10 +400,10 @@ def legal(path: str, cfg: GroupedConfig | RouteDirectConfig, fmt: str) -> bool:
         # one (a requantisation launch of its own, grouped.splits_quantisation); 32 only
         # unswapped, since swapped its 32 weight rows on the MMA's M side have no wgmma
         gu = cfg.gate_up
-        scaled_ok = fmt not in FP8_FORMATS or ((gu.block_n in (64, 128) or gu.block_n == 32 and not gu.swap_ab)
-                                               and all(128 % t.block_k == 0 and t.block_k >= 32 for t in tiles))
+        scaled_ok = fmt not in A8_FORMATS or ((gu.block_n in (64, 128) or gu.block_n == 32 and not gu.swap_ab)
+                                              and all(128 % t.block_k == 0 and t.block_k >= 32 for t in tiles))
         promote_ok = cfg.fp8_promote_k == 0 or cfg.fp8_promote_k in (32, 64, 128) and (
-            fmt not in FP8_FORMATS or all(t.block_k >= cfg.fp8_promote_k for t in tiles))
+            fmt not in A8_FORMATS or all(t.block_k >= cfg.fp8_promote_k for t in tiles))
         # the Gluon kernels: fp8_tensor, exactly one of their tile sets (gluon_grouped_config)
         gluon_ok = not cfg.gluon or (fmt == "fp8_tensor" and cfg.block_m in GLUON_BLOCK_MS
                                      and cfg == gluon_grouped_config(cfg.group_m, cfg.block_m))
@@ -419,8 +419,10 @@ def legal(path: str, cfg: GroupedConfig | RouteDirectConfig, fmt: str) -> bool:
     # fp16 products: FP8 weights, at least one GEMV form, its K steps whole 16-column chunks
     fp16_ok = not cfg.fp16_products or (fmt in FP8_FORMATS and not (gu.swap_ab and dn.swap_ab)
                                         and all(t.swap_ab or t.block_k >= 16 for t in tiles))
+    # FP4 weights (w4a8): the GEMV forms only, K steps of whole 32-column exponent groups
+    fp4_ok = fmt != "w4a8" or (not gu.swap_ab and not dn.swap_ab and all(t.block_k >= 32 for t in tiles))
     return (pow2 and (fmt != "fp8_block" or all(t.block_k % 128 == 0 for t in tiles)) and dn.split_k == 1
-            and gu_ok and dn_ok and tiles_ok and fp16_ok)
+            and gu_ok and dn_ok and tiles_ok and fp16_ok and fp4_ok)
 
 
 # A table entry serves token counts within this factor of the M it was tuned at; beyond, the
@@ -431,7 +433,7 @@ TABLE_MAX_TOKEN_RATIO = 2.0
 
 # A table entry measured for one format also serves formats that stream the same bytes.
 _TABLE_FORMATS = {"bf16": ("bf16", "fp16"), "fp16": ("fp16", "bf16"), "fp8_tensor": ("fp8_tensor", "fp8_block"),
-                  "fp8_block": ("fp8_block", "fp8_tensor")}
+                  "fp8_block": ("fp8_block", "fp8_tensor"), "w4a8": ("w4a8",)}
 
 
 def tuned_config(path: str, device_name: str, m: int, top_k: int, num_experts: int, hidden: int, inter: int,
@@ -494,9 +496,10 @@ def choose_path(m: int, top_k: int, num_experts: int, hidden: int, inter: int, f
     """The path the dispatcher runs for these shape facts."""
     if m > ROUTE_DIRECT_MAX_TOKENS:
         return "grouped"
-    small_m, large_m = ROUTE_DIRECT_MAX_SHARING["fp8" if fmt in FP8_FORMATS else "16bit"]
-    active_fp8_bytes = active_experts(m, top_k, num_experts) * 3 * hidden * inter
-    if m > 8 and fmt in FP8_FORMATS and active_fp8_bytes > ROUTE_DIRECT_MAX_BYTES:
+    # w4a8 takes FP8's limits (its route-direct is the GEMV form, as FP8's), unmeasured
+    small_m, large_m = ROUTE_DIRECT_MAX_SHARING["fp8" if fmt in A8_FORMATS else "16bit"]
+    active_bytes = active_experts(m, top_k, num_experts) * 3 * hidden * inter * (0.5 if fmt == "w4a8" else 1)
+    if m > 8 and fmt in A8_FORMATS and active_bytes > ROUTE_DIRECT_MAX_BYTES:
         return "grouped"
     limit = small_m if m <= 8 or m * top_k <= SMALL_LIMIT_MAX_ROUTES else large_m
     return "route_direct" if routes_per_active_expert(m, top_k, num_experts) <= limit else "grouped"

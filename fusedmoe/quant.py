@@ -139,3 +139,83 @@ def fake_quantize_rows_grouped(a: torch.Tensor, group: int = GROUP) -> torch.Ten
     """Quantise then dequantise (float64): what a kernel's FP8 activation holds."""
     q, s = quantize_rows_grouped(a, group)
     return dequantize_rows_grouped(q, s, group)
+
+
+# ---- FP4 (E2M1) weights with E8M0 group scales: the "w4a8" format ------------------------------
+#
+#     w = e2m1 * 2^(s - 127)     one uint8 exponent s per FP4_GROUP weights along K
+#
+# Two E2M1 codes per byte along K, element 2j in the low nibble of byte j (the MXFP4 layout
+# of GPT-OSS checkpoints: their ``*_blocks`` [E, N, K/32, 16] are [E, N, K/2] bytes and their
+# ``*_scales`` [E, N, K/32] these exponents).  A code is a sign bit and a magnitude of
+# FP4_VALUES[code & 7].
+
+FP4_GROUP = 32
+FP4_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
+FP4_MAX = 6.0
+# The grouped path multiplies FP4 weights on FP8 tensor cores: each K step's weights become e4m3
+# relative to the step's largest group exponent, exact while no group of a 128-column block
+# lies more than FP4_SPAN binades below the block's largest (e4m3 subnormals reach 2^-9 =
+# 0.5 * 2^-8).  ``quantize_fp4_groups`` raises smaller exponents to that floor.
+FP4_SPAN = 8
+# Round to the nearest magnitude, ties to the even code: midpoints between FP4_VALUES, and
+# whether a value exactly on one rounds up (to an even code).
+_FP4_MIDPOINTS = (0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0)
+
+
+def _fp4_codes(v: torch.Tensor) -> torch.Tensor:
+    """float v with |v| <= 6 -> E2M1 codes (uint8, sign in bit 3), nearest value, ties to even."""
+    mag = v.abs()
+    code = torch.zeros(v.shape, dtype=torch.int32, device=v.device)
+    for i, t in enumerate(_FP4_MIDPOINTS):
+        code += (mag > t).to(torch.int32) + ((mag == t) & (i % 2 == 1)).to(torch.int32)
+    code += torch.where((v < 0) & (code > 0), 8, 0).to(torch.int32)
+    return code.to(torch.uint8)
+
+
+def fp4_exponents(amax: torch.Tensor) -> torch.Tensor:
+    """Smallest integer s with amax <= 6 * 2^s, per element of amax (float, > 0), exactly:
+    amax = m * 2^e with 0.5 <= m < 1 gives e - 3 when m <= 0.75, else e - 2."""
+    m, e = torch.frexp(amax)
+    return torch.where(m <= 0.75, e - 3, e - 2).to(torch.int32)
+
+
+def quantize_fp4_groups(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """[E, N, K] float, K even -> (packed E2M1 [E, N, K/2] uint8, E8M0 scales [E, N, ceil(K/32)] uint8).
+
+    Each group's exponent is the smallest that holds its largest magnitude (no value
+    saturates), raised to at most FP4_SPAN below the largest exponent of its 128-column block;
+    an all-zero block takes exponent 0.  The last group may be ragged."""
+    _, n, k = w.shape
+    if k % 2:
+        raise ValueError(f"w: expected an even K to pack two FP4 values per byte, got shape {list(w.shape)}")
+
+    def one(we):
+        groups = -(-k // FP4_GROUP)
+        blocks = -(-groups // (GROUP // FP4_GROUP))
+        padded = torch.zeros(we.shape[0], n, blocks * GROUP, dtype=torch.float32, device=we.device)
+        padded[:, :, :k] = we.to(torch.float32)
+        g = padded.view(we.shape[0], n, blocks * (GROUP // FP4_GROUP), FP4_GROUP)
+        amax = g.abs().amax(dim=3)
+        s = torch.where(amax > 0, fp4_exponents(amax.clamp(min=torch.finfo(torch.float32).tiny)), -127)
+        per_block = s.view(we.shape[0], n, blocks, GROUP // FP4_GROUP)
+        top = per_block.amax(dim=3, keepdim=True)
+        s = torch.where(top == -127, 0, torch.maximum(per_block, top - FP4_SPAN)).clamp(-127, 127)
+        s = s.view(we.shape[0], n, -1)
+        codes = _fp4_codes(g / torch.ldexp(torch.ones_like(amax), s)[..., None]).view(we.shape[0], n, -1)[:, :, :k]
+        packed = (codes[:, :, 0::2] | (codes[:, :, 1::2] << 4)).contiguous()
+        return packed, (s[:, :, :groups] + 127).to(torch.uint8).contiguous()
+
+    return _per_expert(one, w)
+
+
+def dequantize_fp4_groups(packed: torch.Tensor, scales: torch.Tensor,
+                          dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    """Inverse of :func:`quantize_fp4_groups`: [E, N, C] codes + [E, N, ceil(K/32)] exponents -> [E, N, 2C]
+    (C = K/2, or rows zero-padded to whole groups, whose extra columns the caller slices off)."""
+    codes = torch.stack([packed & 0xF, packed >> 4], dim=-1).flatten(-2).to(torch.int64)
+    table = torch.tensor(FP4_VALUES, dtype=dtype, device=packed.device)
+    values = table[codes & 7] * torch.where(codes & 8 > 0, -1.0, 1.0).to(dtype)
+    k = codes.shape[-1]
+    factor = torch.ldexp(torch.ones(scales.shape, dtype=dtype, device=scales.device), scales.to(torch.int32) - 127)
+    return values * factor.repeat_interleave(FP4_GROUP, dim=-1)[..., :k]

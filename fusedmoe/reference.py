@@ -3,8 +3,9 @@
     out[t] = shared[t] + sum_j w[t,j] * W2_e @ (SiLU(G_e @ x[t]) * (U_e @ x[t])),  e = ids[t,j]
 
 Weights are dequantised to float64.  With ``quantize_activations=True`` the reference replays
-the activation quantisation of the FP8 kernels that use it (x to e4m3 per row for fp8_tensor,
-per row per 128-wide group for fp8_block; the SwiGLU output per row per 128-wide group), so
+the activation quantisation of the FP8-MMA kernels that use it (x to e4m3 per row for
+fp8_tensor, per row per 128-wide group for fp8_block and w4a8; the SwiGLU output per row per
+128-wide group), so
 that a test measures the kernel and not the format.
 Routes whose id is -1, or outside the local window [expert_offset, expert_offset + num_local),
 contribute nothing.
@@ -90,7 +91,7 @@ def moe_reference(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.T
     ``num_local_experts`` selecting the window (``ExpertWeights.local_window``)."""
     weights = weights.local_window(expert_offset, num_local_experts)
     y = expert_outputs(x, weights, topk_ids, expert_offset=expert_offset,
-                       quantize_activations=quantize_activations and weights.is_fp8, activation=activation)
+                       quantize_activations=quantize_activations and weights.is_a8, activation=activation)
     return combine(y, topk_weights, shared_output)
 
 

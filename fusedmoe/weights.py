@@ -11,6 +11,16 @@ Formats:
                     w13_scale [E, 2*ceil(I/128), ceil(H/128)] (gate and up blocked separately, as two
                     checkpoint tensors concatenated; equal to [E, 2I/128, H/128] when 128 divides I),
                     w2_scale [E, ceil(H/128), ceil(I/128)].  Ragged last blocks are allowed.
+    "w4a8"          FP4 E2M1 weights packed two per byte along K (``quant.quantize_fp4_groups``:
+                    element 2j in the low nibble of byte j), w13 [E, 2I, H/2] uint8, w2 [E, H,
+                    16 ceil(I/32)] uint8 (rows of I/2 bytes zero-padded to whole 32-column groups:
+                    16-byte rows, which the kernels load 16 bytes at a time; GPT-OSS TP4's I/2 is
+                    360), with one E8M0 exponent (uint8, scale 2^(s - 127)) per 32 weights along
+                    K: w13_scale [E, 2I, ceil(H/32)], w2_scale [E, H, ceil(I/32)] (the MXFP4 layout
+                    of GPT-OSS checkpoints).  H and I must be even; the last group may be ragged.
+                    ``from_quantized`` pads a checkpoint's [E, H, I/2] w2 itself (one copy).
+                    The grouped path multiplies them with e4m3 activations on FP8 tensor cores,
+                    route-direct with the activations as they are (see each path).
 
 Optional biases (GPT-OSS), in every format, kept in fp32: w13_bias [E, 2I] (gate then up,
 like w13), w2_bias [E, H].
@@ -25,8 +35,10 @@ import torch
 from . import quant
 from ._validate import check_choice, check_tensor
 
-FORMATS = ("bf16", "fp16", "fp8_tensor", "fp8_block")
-FP8_FORMATS = ("fp8_tensor", "fp8_block")
+FORMATS = ("bf16", "fp16", "fp8_tensor", "fp8_block", "w4a8")
+FP8_FORMATS = ("fp8_tensor", "fp8_block")  # e4m3 weights
+# formats whose weights meet e4m3 activations on the grouped path's FP8 tensor cores
+A8_FORMATS = ("fp8_tensor", "fp8_block", "w4a8")
 _PLAIN_DTYPE = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
@@ -40,6 +52,12 @@ def _bias(name: str, b: torch.Tensor | None) -> torch.Tensor | None:
         return None
     check_tensor(name, b, dtypes=(torch.float32, torch.float64, torch.bfloat16, torch.float16), ndim=2)
     return b.to(torch.float32).contiguous()
+
+
+def _fp4_group_rows(packed: torch.Tensor) -> torch.Tensor:
+    """FP4 rows [E, N, K/2] zero-padded to whole 32-column groups: [E, N, 16 ceil(K/32)]."""
+    pad = -packed.shape[2] % (quant.FP4_GROUP // 2)
+    return torch.nn.functional.pad(packed, (0, pad)).contiguous() if pad else packed
 
 
 @dataclass(frozen=True)
@@ -79,6 +97,14 @@ class ExpertWeights:
         if format in _PLAIN_DTYPE:
             dt = _PLAIN_DTYPE[format]
             return cls(format, w13.to(dt).contiguous(), w2.to(dt).contiguous(), **biases)._validated()
+        if format == "w4a8":
+            for name, w in (("w13", w13), ("w2", w2)):
+                if w.shape[2] % 2:
+                    raise ValueError(f"{name}: format 'w4a8' packs two weights per byte along K and needs an even "
+                                     f"last dimension, got shape {list(w.shape)}")
+            q13, s13 = quant.quantize_fp4_groups(w13)
+            q2, s2 = quant.quantize_fp4_groups(w2)
+            return cls(format, q13, _fp4_group_rows(q2), s13, s2, **biases)._validated()
         if format == "fp8_tensor":
             q13, s13 = quant.quantize_fp8_per_expert(w13)
             q2, s2 = quant.quantize_fp8_per_expert(w2)
@@ -96,31 +122,47 @@ class ExpertWeights:
                        w13_bias: torch.Tensor | None = None, w2_bias: torch.Tensor | None = None) -> "ExpertWeights":
         """Wrap already-quantised tensors (what a checkpoint holds), checking every shape and dtype."""
         check_choice("format", format, FORMATS)
+        if format == "w4a8" and isinstance(w13, torch.Tensor) and isinstance(w2, torch.Tensor) and w2.dim() == 3 \
+                and w13.dim() == 3 and w2.shape[2] * 2 == w13.shape[1] // 2:  # a checkpoint's [E, H, I/2]
+            w2 = _fp4_group_rows(w2)
         return cls(format, w13, w2, w13_scale, w2_scale, _bias("w13_bias", w13_bias),
                    _bias("w2_bias", w2_bias))._validated()
 
     def _validated(self) -> "ExpertWeights":
         fmt = self.format
-        wdt = (quant.FP8_DTYPE,) if fmt in FP8_FORMATS else (_PLAIN_DTYPE[fmt],)
+        fp4 = fmt == "w4a8"
+        wdt = (quant.FP8_DTYPE,) if fmt in FP8_FORMATS else (torch.uint8,) if fp4 else (_PLAIN_DTYPE[fmt],)
         check_tensor("w13", self.w13, dtypes=wdt, ndim=3, contiguous=True)
         e, two_i, h = self.w13.shape
+        layout = "[E, 2I, H/2] (two FP4 weights per byte)" if fp4 else "[E, 2I, H]"
         if two_i % 2 or two_i == 0:
-            raise ValueError(f"w13: expected shape [E, 2I, H] with an even, non-zero second dim, "
+            raise ValueError(f"w13: expected shape {layout} with an even, non-zero second dim, "
                              f"got {list(self.w13.shape)}")
         if e == 0 or h == 0:
             raise ValueError(f"w13: expected at least one expert and H >= 1, got shape {list(self.w13.shape)}")
         i = two_i // 2
-        check_tensor("w2", self.w2, dtypes=wdt, shape=(e, h, i), device=self.w13.device, contiguous=True)
-        if fmt in FP8_FORMATS:
+        if fp4:
+            h *= 2
+            if i % 2:
+                raise ValueError(f"w13: format 'w4a8' packs w2's I columns two per byte and needs an even I, "
+                                 f"got I={i} from shape {list(self.w13.shape)}")
+        check_tensor("w2", self.w2, dtypes=wdt, shape=(e, h, 16 * _cdiv(i, quant.FP4_GROUP) if fp4 else i),
+                     device=self.w13.device, contiguous=True)
+        if fmt in FP8_FORMATS or fp4:
             if fmt == "fp8_tensor":
                 s13_shape, s2_shape = (e,), (e,)
+            elif fp4:
+                s13_shape = (e, 2 * i, _cdiv(h, quant.FP4_GROUP))
+                s2_shape = (e, h, _cdiv(i, quant.FP4_GROUP))
             else:
                 s13_shape = (e, 2 * _cdiv(i, quant.GROUP), _cdiv(h, quant.GROUP))
                 s2_shape = (e, _cdiv(h, quant.GROUP), _cdiv(i, quant.GROUP))
+            sdt = torch.uint8 if fp4 else torch.float32
             for name, s, shape in (("w13_scale", self.w13_scale, s13_shape), ("w2_scale", self.w2_scale, s2_shape)):
                 if s is None:
-                    raise ValueError(f"{name}: format {fmt!r} needs a float32 scale tensor of shape {list(shape)}")
-                check_tensor(name, s, dtypes=(torch.float32,), shape=shape, device=self.w13.device, contiguous=True)
+                    raise ValueError(f"{name}: format {fmt!r} needs a {str(sdt).replace('torch.', '')} scale "
+                                     f"tensor of shape {list(shape)}")
+                check_tensor(name, s, dtypes=(sdt,), shape=shape, device=self.w13.device, contiguous=True)
         elif self.w13_scale is not None or self.w2_scale is not None:
             raise ValueError(f"w13_scale/w2_scale: format {fmt!r} takes no scales")
         for name, b, shape in (("w13_bias", self.w13_bias, (e, 2 * i)), ("w2_bias", self.w2_bias, (e, h))):
@@ -135,7 +177,7 @@ class ExpertWeights:
 
     @property
     def hidden_size(self) -> int:
-        return self.w13.shape[2]
+        return self.w13.shape[2] * (2 if self.format == "w4a8" else 1)
 
     @property
     def intermediate_size(self) -> int:
@@ -147,7 +189,13 @@ class ExpertWeights:
 
     @property
     def is_fp8(self) -> bool:
+        """e4m3 weights."""
         return self.format in FP8_FORMATS
+
+    @property
+    def is_a8(self) -> bool:
+        """Weights the grouped path multiplies with e4m3 activations (``A8_FORMATS``)."""
+        return self.format in A8_FORMATS
 
     @property
     def has_bias(self) -> bool:
@@ -197,6 +245,9 @@ class ExpertWeights:
                    dtype: torch.dtype = torch.float64) -> tuple[torch.Tensor, torch.Tensor]:
         """Dequantised (w13 [e, 2I, H], w2 [e, H, I]) in ``dtype`` for the selected experts."""
         sel = slice(None) if experts is None else experts
+        if self.format == "w4a8":
+            return (quant.dequantize_fp4_groups(self.w13[sel], self.w13_scale[sel], dtype),
+                    quant.dequantize_fp4_groups(self.w2[sel], self.w2_scale[sel], dtype)[..., :self.intermediate_size])
         w13, w2 = self.w13[sel].to(dtype), self.w2[sel].to(dtype)
         if self.format == "fp8_tensor":
             w13 = w13 * self.w13_scale[sel].to(dtype)[:, None, None]

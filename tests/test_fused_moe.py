@@ -13,7 +13,8 @@ from fusedmoe.api import PATHS, fused_moe, path_quantizes_activations
 from fusedmoe.reference import cosine, moe_reference, rel_l2
 from fusedmoe.weights import ExpertWeights
 
-FORMATS = (PLAIN_FORMAT, "fp8_tensor", "fp8_block")
+FORMATS = (PLAIN_FORMAT, "fp8_tensor", "fp8_block", "w4a8")
+TENSOR_CORE_FORMATS = (PLAIN_FORMAT, "fp8_tensor", "fp8_block")  # route-direct's MMA forms (not FP4 weights)
 
 
 # Against the reference that replays the path's activation quantisation (issue 2's bounds).
@@ -198,7 +199,7 @@ def test_all_routes_dropped_gives_shared_only(device):
         torch.testing.assert_close(out, shared, rtol=0, atol=0)
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", TENSOR_CORE_FORMATS)
 @pytest.mark.parametrize("m,e,k,split", [
     (70, 3, 2, 1),   # 140 routes on 3 experts: several groups of 16 per expert, a scan past 128 ids
     (2, 40, 4, 2),   # decode-like: routes rarely share an expert; K split
@@ -345,8 +346,7 @@ def within_one_ulp(got, want):
     assert int(ulps.max()) <= 1 and int((ulps > 0).sum()) <= max(1, got.numel() // 100)
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
-@pytest.mark.parametrize("tensor_cores", [False, True])
+@pytest.mark.parametrize("fmt,tensor_cores", [(f, False) for f in FORMATS] + [(f, True) for f in TENSOR_CORE_FORMATS])
 @pytest.mark.parametrize("i", [100, 136])  # down's whole K in the tile loaded before the wait, or two steps
 def test_route_direct_pdl_equals_the_plain_launches(fmt, tensor_cores, i, device):
     # Programmatic dependent launch changes when the kernels start, not what they compute: the
@@ -569,6 +569,8 @@ def test_route_direct_down_tiles_are_bitwise_one_tile_per_program(fmt, pdl, devi
 def test_fuzz_against_reference(m, e, k, h, i, fmt, path, offset, data, device):
     # Random shapes, formats, paths and expert windows: the op must always match the reference.
     torch.manual_seed(data.draw(st.integers(0, 2**31 - 1)))
+    if fmt == "w4a8":  # two FP4 weights per byte along K: even H and I
+        h, i = h + h % 2, i + i % 2
     weights, x, _, _ = make_layer(m, e, 1, h, i, fmt, device)
     n_global = offset + e + data.draw(st.integers(0, 3))
     ids = torch.randint(-1, n_global, (m, k), device=device, dtype=torch.int32)
@@ -581,7 +583,7 @@ def test_fuzz_against_reference(m, e, k, h, i, fmt, path, offset, data, device):
             policy.Tile(data.draw(st.sampled_from([4, 8, 16])), block_k, 4, 1, data.draw(st.integers(1, 3))),
             policy.Tile(data.draw(st.sampled_from([8, 16])), block_k, 4, 1), pdl=data.draw(st.booleans()),
             down_tiles=data.draw(st.integers(1, 4)))
-    elif path == "route_direct" and data.draw(st.booleans()):  # the tensor-core forms, any tile
+    elif path == "route_direct" and fmt != "w4a8" and data.draw(st.booleans()):  # the tensor-core forms, any tile
         block_k = 128 if fmt == "fp8_block" else data.draw(st.sampled_from([16, 32, 64, 128]))
         gate_up = policy.Tile(data.draw(st.sampled_from([8, 16, 32])), block_k, 4, 2, data.draw(st.integers(1, 3)),
                               swap_ab=True)

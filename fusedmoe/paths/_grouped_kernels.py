@@ -5,8 +5,11 @@ are read through the plan (``sorted_routes``), never gathered into a copy.  Prog
 ``num_blocks`` (the grid is sized by an upper bound) exit at once.
 
 Scales (W_SCALE): 0 none, 1 one fp32 per expert (applied once at the end), 2 one fp32 per
-128x128 weight block (applied per K step).  A_SCALED: the A operand is e4m3 with one fp32
-scale per row per 128 columns (applied per K step, so each step starts a fresh MMA sum).
+128x128 weight block (applied per K step), 3 FP4 weights (w4a8) with an E8M0 exponent per row
+per 32 columns: each K step's rows become e4m3 relative to the row's largest exponent in the
+step, which scales the step's MMA sum per row (``_fp4_kernels.fp4_e4m3_step``).  A_SCALED: the
+A operand is e4m3 with one fp32 scale per row per 128 columns (applied per K step, so each step
+starts a fresh MMA sum).
 Gate/up also takes A_SCALED == ROW_SCALED: one scale per row (fp8_tensor's x), so with
 W_SCALE 0 or 1 the MMA sums go into the accumulator unscaled and both scales apply once at
 the end (the FP8 sums are still promoted to fp32 every PROMOTE_K columns).  Per-step
@@ -19,6 +22,7 @@ import triton
 import triton.language as tl
 
 from .._epilogue_kernels import glu, quantize_group
+from ._fp4_kernels import fp4_e4m3_step
 
 
 # FP8 x FP8 wgmma adds its products to the accumulator with less than fp32 precision (about
@@ -37,17 +41,17 @@ ROW_SCALED = tl.constexpr(2)  # A_SCALED of the gate/up kernel: one activation s
 def _accumulate(acc, a, w, sa, sw, A_SCALED: tl.constexpr, W_SCALE: tl.constexpr, SWAP_AB: tl.constexpr,
                 PROMOTE_K: tl.constexpr):
     """acc + a . w^T ([BLOCK_M, N]; its transpose with SWAP_AB) for one K step, with the step's
-    scales: sa per A row (A_SCALED), sw per W row or one for the tile (W_SCALE == 2).  Scaled
+    scales: sa per A row (A_SCALED), sw per W row or one for the tile (W_SCALE 2 or 3).  Scaled
     steps start a fresh MMA accumulator; FP8 products are promoted to fp32 every PROMOTE_K
     columns, never with PROMOTE_K == 0 (16-bit operands ignore the limit)."""
-    if A_SCALED or W_SCALE == 2:
+    if A_SCALED or W_SCALE >= 2:
         if SWAP_AB:
             part = tl.dot(w, tl.trans(a), max_num_imprecise_acc=PROMOTE_K if PROMOTE_K > 0 else None)
         else:
             part = tl.dot(a, tl.trans(w), max_num_imprecise_acc=PROMOTE_K if PROMOTE_K > 0 else None)
         if A_SCALED:
             part = part * (sa[None, :] if SWAP_AB else sa[:, None])
-        if W_SCALE == 2:
+        if W_SCALE >= 2:
             part = part * (sw[:, None] if SWAP_AB else sw[None, :])
         acc = acc + part
     elif SWAP_AB:
@@ -65,19 +69,24 @@ def expert_tile(a_ptr, a_rows, a_ok, stride_a, as_ptr, stride_as,
     """acc[m, n] = sum_k A[a_rows[m], k] * W[w_rows[n], k] (scaled), fp32 [BLOCK_M, BLOCK_N].
 
     ``w_ptr``/``ws_ptr`` already point at the expert; ``s_rows`` is the scale-block row of
-    each column (W_SCALE == 2).  SWAP_AB computes the transposed product W . A^T (seed 001):
-    the weight rows fill the MMA's M side and the few routes its N side, so BLOCK_M = 16 or
-    32 still runs on wgmma (which needs M >= 64 per warpgroup); the tile is transposed back."""
+    each column (W_SCALE == 2; FP4 exponents, W_SCALE == 3, are per weight row).  SWAP_AB
+    computes the transposed product W . A^T (seed 001): the weight rows fill the MMA's M side
+    and the few routes its N side, so BLOCK_M = 16 or 32 still runs on wgmma (which needs M >=
+    64 per warpgroup); the tile is transposed back."""
     offs_k = tl.arange(0, BLOCK_K)
     a_base = a_ptr + a_rows[:, None] * stride_a
     w_base = w_ptr + w_rows[:, None].to(tl.int64) * stride_wn
+    fp4_rows = ws_ptr + w_rows[:, None].to(tl.int64) * stride_wsn
     acc = tl.zeros((BLOCK_N, BLOCK_M) if SWAP_AB else (BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
         k_ok = offs_k < K - k0
         a = tl.load(a_base + (k0 + offs_k)[None, :], mask=a_ok[:, None] & k_ok[None, :], other=0.0)
-        w = tl.load(w_base + (k0 + offs_k)[None, :], mask=w_ok[:, None] & k_ok[None, :], other=0.0)
+        if W_SCALE == 3:
+            w, sw = fp4_e4m3_step(w_base, fp4_rows, k0, K, w_ok[:, None], BLOCK_K)
+        else:
+            w = tl.load(w_base + (k0 + offs_k)[None, :], mask=w_ok[:, None] & k_ok[None, :], other=0.0)
+            sw = tl.load(ws_ptr + s_rows * stride_wsn + k0 // 128, mask=w_ok, other=0.0) if W_SCALE == 2 else 0.0
         sa = tl.load(as_ptr + a_rows * stride_as + k0 // 128, mask=a_ok, other=0.0) if A_SCALED else 0.0
-        sw = tl.load(ws_ptr + s_rows * stride_wsn + k0 // 128, mask=w_ok, other=0.0) if W_SCALE == 2 else 0.0
         acc = _accumulate(acc, a, w, sa, sw, A_SCALED, W_SCALE, SWAP_AB, PROMOTE_K)
     return tl.trans(acc) if SWAP_AB else acc
 
@@ -91,9 +100,9 @@ def gate_up_tiles(a_ptr, a_rows, a_ok, stride_a, as_ptr, stride_as,
     BLOCK_N) and the up rows I + n, sharing each step's A tile.  Two accumulators instead of
     one 2*BLOCK_N wide keep one partial alive at a time, half as wide.  Block scales need
     128 % BLOCK_N == 0: a tile's rows then share one scale per step, folded into the per-row
-    activation scale (one multiply per partial element).  ROW_SCALED activations are not
-    scaled here (the caller applies their one scale per row): without block scales each
-    step's MMA sums go into the accumulator with no per-step multiply."""
+    activation scale (one multiply per partial element); FP4 rows (W_SCALE 3) scale per row.
+    ROW_SCALED activations are not scaled here (the caller applies their one scale per row):
+    without block scales each step's MMA sums go into the accumulator with no per-step multiply."""
     offs_k = tl.arange(0, BLOCK_K)
     n = n0 + tl.arange(0, BLOCK_N)
     n_ok = n < I
@@ -102,6 +111,8 @@ def gate_up_tiles(a_ptr, a_rows, a_ok, stride_a, as_ptr, stride_as,
     u_base = g_base + I * stride_wn
     g_scale = ws_ptr + (n0 // 128) * stride_wsn
     u_scale = ws_ptr + (tl.cdiv(I, 128) + n0 // 128) * stride_wsn
+    g_fp4 = ws_ptr + n[:, None].to(tl.int64) * stride_wsn  # W_SCALE 3: exponents per row
+    u_fp4 = g_fp4 + I * stride_wsn
     shape: tl.constexpr = (BLOCK_N, BLOCK_M) if SWAP_AB else (BLOCK_M, BLOCK_N)
     gate = tl.zeros(shape, dtype=tl.float32)
     up = tl.zeros(shape, dtype=tl.float32)
@@ -112,15 +123,22 @@ def gate_up_tiles(a_ptr, a_rows, a_ok, stride_a, as_ptr, stride_as,
             sa = tl.load(as_ptr + a_rows * stride_as + k0 // 128, mask=a_ok, other=0.0)
         else:
             sa = tl.full([BLOCK_M], 1.0, tl.float32)
-        w_mask = n_ok[:, None] & k_ok[None, :]
-        w_g = tl.load(g_base + (k0 + offs_k)[None, :], mask=w_mask, other=0.0)
-        w_u = tl.load(u_base + (k0 + offs_k)[None, :], mask=w_mask, other=0.0)
-        if W_SCALE == 2:
-            gate = _accumulate(gate, a, w_g, sa * tl.load(g_scale + k0 // 128), 0.0, True, 0, SWAP_AB, PROMOTE_K)
-            up = _accumulate(up, a, w_u, sa * tl.load(u_scale + k0 // 128), 0.0, True, 0, SWAP_AB, PROMOTE_K)
+        if W_SCALE == 3:
+            w_g, s_g = fp4_e4m3_step(g_base, g_fp4, k0, K, n_ok[:, None], BLOCK_K)
+            w_u, s_u = fp4_e4m3_step(u_base, u_fp4, k0, K, n_ok[:, None], BLOCK_K)
+            gate = _accumulate(gate, a, w_g, sa, s_g, A_SCALED == 1, 3, SWAP_AB, PROMOTE_K)
+            up = _accumulate(up, a, w_u, sa, s_u, A_SCALED == 1, 3, SWAP_AB, PROMOTE_K)
         else:
-            gate = _accumulate(gate, a, w_g, sa, 0.0, A_SCALED == 1, 0, SWAP_AB, PROMOTE_K)
-            up = _accumulate(up, a, w_u, sa, 0.0, A_SCALED == 1, 0, SWAP_AB, PROMOTE_K)
+            w_mask = n_ok[:, None] & k_ok[None, :]
+            w_g = tl.load(g_base + (k0 + offs_k)[None, :], mask=w_mask, other=0.0)
+            w_u = tl.load(u_base + (k0 + offs_k)[None, :], mask=w_mask, other=0.0)
+            if W_SCALE == 2:
+                gate = _accumulate(gate, a, w_g, sa * tl.load(g_scale + k0 // 128), 0.0, True, 0, SWAP_AB,
+                                   PROMOTE_K)
+                up = _accumulate(up, a, w_u, sa * tl.load(u_scale + k0 // 128), 0.0, True, 0, SWAP_AB, PROMOTE_K)
+            else:
+                gate = _accumulate(gate, a, w_g, sa, 0.0, A_SCALED == 1, 0, SWAP_AB, PROMOTE_K)
+                up = _accumulate(up, a, w_u, sa, 0.0, A_SCALED == 1, 0, SWAP_AB, PROMOTE_K)
     if SWAP_AB:
         gate = tl.trans(gate)
         up = tl.trans(up)

@@ -18,7 +18,9 @@ the rows of all the token's k experts at once, a [k, BLOCK_N, BLOCK_K] tile, and
 K, then over the routes with their weights: deterministic, no position map, no atomics.
 
 Block scales (W_SCALE == 2) need BLOCK_K to be a multiple of 128: products are summed per
-128-column group, scaled, then summed.
+128-column group, scaled, then summed.  FP4 weights (W_SCALE == 3, the w4a8 format) are decoded
+in registers and multiplied with the activations (not quantised: "w4a16") in packed fp16, per
+32-column exponent group (``_fp4_kernels.fp4_group_dots``; BLOCK_K a multiple of 32).
 
 PDL (programmatic dependent launch, sm_90+; ``RouteDirectConfig.pdl``): both kernels are
 launched so that each may start before its predecessor in the stream has finished.  A
@@ -37,6 +39,7 @@ from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from .._epilogue_kernels import glu, is_held
 from .._runtime import interpreting
+from ._fp4_kernels import fp16_groups, fp4_group_dots, fp4_route_group_dots, load_fp4_rows
 
 # The interpreter cannot run griddepcontrol: there PDL=True runs the PDL code without it.
 _INTERPRETING = tl.constexpr(interpreting())
@@ -143,7 +146,8 @@ def route_gate_up_kernel(
     """SPLIT_K == 1: act[r, n] = act(G_e x_t + b_g)[n] * (U_e x_t + b_u)[n]; else act[s, r, :] =
     partial [G_e x_t, U_e x_t] over the s-th K range (the bias in split 0).  e = ids[r] -
     expert_offset, t = r // TOPK; bias b [E, 2I] if HAS_BIAS.  FP16_PRODUCTS (FP8 weights):
-    the products in packed fp16 (``_chunk_dots_fp16``)."""
+    the products in packed fp16 (``_chunk_dots_fp16``).  W_SCALE 3: FP4 rows of H/2 bytes,
+    one exponent per 32 columns (ws [E, 2I, H/32])."""
     r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi = _gate_up_program(R, I, H, SPLIT_K, BLOCK_N, BLOCK_K, PDL)
     gid = tl.load(ids_ptr + r)
     if not is_held(gid, expert_offset, num_local):
@@ -155,19 +159,26 @@ def route_gate_up_kernel(
     w_base = w_ptr + e * stride_we + w_rows[:, None] * stride_wn
     x_base = x_ptr + tok * stride_x
     acc = tl.zeros([2 * BLOCK_N], dtype=tl.float32)
-    s_base = ws_ptr + e * stride_wse + s_rows[:, None] * stride_wsn
+    s_base = ws_ptr + e * stride_wse + (w_rows if W_SCALE == 3 else s_rows)[:, None] * stride_wsn
     for k0 in range(k_lo, k_hi, BLOCK_K):
         kk = k0 + offs_k
         k_ok = kk < k_hi
         v = tl.load(x_base + kk, mask=k_ok, other=0.0)
-        w = tl.load(w_base + kk[None, :], mask=n_ok[:, None] & k_ok[None, :], other=0.0)
-        g = k0 // 128 + offs_g
-        s_ok = n_ok[:, None] & (g * 128 < k_hi)[None, :]
-        if FP16_PRODUCTS:
-            parts = _chunk_dots_fp16(w, v.to(tl.float32), 2 * BLOCK_N, BLOCK_K)
+        if W_SCALE == 3:  # FP4 codes, products in packed fp16 per 32-column exponent group
+            G: tl.constexpr = BLOCK_K // 32
+            packed, exps = load_fp4_rows(w_base, s_base, k0, k_hi, n_ok[:, None], BLOCK_K)
+            even, odd, vs = fp16_groups(tl.reshape(v.to(tl.float32), (1, BLOCK_K)), 1, G)
+            acc += tl.sum(fp4_group_dots(packed, exps, tl.reshape(even, (G, 16)), tl.reshape(odd, (G, 16)),
+                                         tl.reshape(vs, (G,)), 2 * BLOCK_N, G), axis=1)
         else:
-            parts = w.to(tl.float32) * v.to(tl.float32)[None, :]
-        acc += _scaled_sums(parts, s_base + g[None, :], s_ok, W_SCALE, BLOCK_K // 128)
+            w = tl.load(w_base + kk[None, :], mask=n_ok[:, None] & k_ok[None, :], other=0.0)
+            g = k0 // 128 + offs_g
+            s_ok = n_ok[:, None] & (g * 128 < k_hi)[None, :]
+            if FP16_PRODUCTS:
+                parts = _chunk_dots_fp16(w, v.to(tl.float32), 2 * BLOCK_N, BLOCK_K)
+            else:
+                parts = w.to(tl.float32) * v.to(tl.float32)[None, :]
+            acc += _scaled_sums(parts, s_base + g[None, :], s_ok, W_SCALE, BLOCK_K // 128)
     if W_SCALE == 1:
         acc = acc * tl.load(ws_ptr + e)
     if HAS_BIAS:
@@ -320,16 +331,21 @@ def _combine_token(y, r, held, e, t, n, n_ok, ws_ptr, b_ptr, tw_ptr, shared_ptr,
 
 
 @triton.jit
-def _down_weights(w_ptr, e, held, t0, it, steps, offs_n, offs_k, H, I, stride_we, stride_wn,
-                  BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    """route_down_kernel's weight tile [KP, BLOCK_N, BLOCK_K] (as stored) of its step ``it``:
-    H tile t0 + it // steps, K step it % steps, for the routes' experts e [KP] (masked to held
-    routes, H and I)."""
+def _down_weights(w_ptr, ws_ptr, e, held, t0, it, steps, offs_n, offs_k, H, I, stride_we, stride_wn, stride_wse,
+                  stride_wsn, W_SCALE: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """route_down_kernel's weight tile [KP, BLOCK_N, BLOCK_K] as stored (FP4 weights, W_SCALE 3:
+    [KP, BLOCK_N, BLOCK_K / 2] bytes) of its step ``it``: H tile t0 + it // steps, K step it %
+    steps, for the routes' experts e [KP] (masked to held routes, H and I)."""
     n = (t0 + it // steps) * BLOCK_N + offs_n
     kk = (it % steps) * BLOCK_K + offs_k
     row_ok = held[:, None] & (n < H)[None, :]
     rows = w_ptr + e[:, None, None] * stride_we + n[None, :, None].to(tl.int64) * stride_wn
-    return tl.load(rows + kk[None, None, :], mask=row_ok[:, :, None] & (kk < I)[None, None, :], other=0.0)
+    if W_SCALE == 3:
+        kb = (it % steps) * (BLOCK_K // 2) + tl.arange(0, BLOCK_K // 2)
+        w = tl.load(rows + kb[None, None, :], mask=row_ok[:, :, None] & (kb < I // 2)[None, None, :], other=0)
+    else:
+        w = tl.load(rows + kk[None, None, :], mask=row_ok[:, :, None] & (kk < I)[None, None, :], other=0.0)
+    return w
 
 
 @triton.jit
@@ -359,6 +375,20 @@ def _down_step(act_ptr, w, r, held, row_ok, k0, offs_k, offs_g, s_base, I, R, KP
 
 
 @triton.jit
+def _down_step_fp4(act_ptr, w, r, held, row_ok, k0, s_base, I, R, KP: tl.constexpr, SPLIT_K: tl.constexpr,
+                   ACTIVATION: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """``_down_step`` for FP4 weights: w [KP, BLOCK_N, BLOCK_K/2] bytes, s_base [KP, BLOCK_N] at
+    each row's exponents; products in packed fp16 per exponent group (``fp4_route_group_dots``)."""
+    G: tl.constexpr = BLOCK_K // 32
+    a = _load_act(act_ptr, r, held, k0 + tl.arange(0, BLOCK_K), I, R, SPLIT_K, ACTIVATION)
+    kg = k0 // 32 + tl.arange(0, G)
+    exps = tl.load(s_base[:, :, None] + kg[None, None, :],
+                   mask=row_ok[:, :, None] & (kg < tl.cdiv(I, 32))[None, None, :], other=0).to(tl.int32)
+    even, odd, sc = fp16_groups(a, KP, G)
+    return tl.sum(fp4_route_group_dots(w, exps, even, odd, sc, KP, BLOCK_N, G), axis=2)
+
+
+@triton.jit
 def _down_tile_step(act_ptr, w, acc, it, steps, t0, r, held, e, t, offs_n, offs_k, offs_g, ws_ptr, b_ptr, tw_ptr,
                     shared_ptr, out_ptr, H, I, R, stride_wse, stride_wsn, stride_s, stride_o, KP: tl.constexpr,
                     W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr,
@@ -371,9 +401,13 @@ def _down_tile_step(act_ptr, w, acc, it, steps, t0, r, held, e, t, offs_n, offs_
     n = (t0 + it // steps) * BLOCK_N + offs_n
     n_ok = n < H
     k0 = (it % steps) * BLOCK_K
-    s_base = ws_ptr + e[:, None] * stride_wse + (n // 128)[None, :] * stride_wsn
-    acc += _down_step(act_ptr, w, r, held, held[:, None] & n_ok[None, :], k0, offs_k, offs_g, s_base, I, R,
-                      KP, W_SCALE, SPLIT_K, ACTIVATION, BLOCK_N, BLOCK_K, FP16_PRODUCTS)
+    s_base = ws_ptr + e[:, None] * stride_wse + (n if W_SCALE == 3 else n // 128)[None, :].to(tl.int64) * stride_wsn
+    if W_SCALE == 3:
+        acc += _down_step_fp4(act_ptr, w, r, held, held[:, None] & n_ok[None, :], k0, s_base, I, R, KP, SPLIT_K,
+                              ACTIVATION, BLOCK_N, BLOCK_K)
+    else:
+        acc += _down_step(act_ptr, w, r, held, held[:, None] & n_ok[None, :], k0, offs_k, offs_g, s_base, I, R,
+                          KP, W_SCALE, SPLIT_K, ACTIVATION, BLOCK_N, BLOCK_K, FP16_PRODUCTS)
     if TILES > 1 and k0 + BLOCK_K >= I:
         _combine_token(acc, r, held, e, t, n, n_ok, ws_ptr, b_ptr, tw_ptr, shared_ptr, out_ptr, H, stride_s, stride_o,
                        W_SCALE, HAS_BIAS, HAS_SHARED)
@@ -404,8 +438,8 @@ def route_down_kernel(
     acc = tl.zeros([KP, BLOCK_N], dtype=tl.float32)
     first = 0
     if PDL:  # the first weights are in flight while gate/up finishes
-        w = _down_weights(w_ptr, e, held, t0, 0, steps, offs_n, offs_k, H, I, stride_we, stride_wn,
-                          BLOCK_N, BLOCK_K)
+        w = _down_weights(w_ptr, ws_ptr, e, held, t0, 0, steps, offs_n, offs_k, H, I, stride_we, stride_wn,
+                          stride_wse, stride_wsn, W_SCALE, BLOCK_N, BLOCK_K)
         _pdl_wait()
         acc = _down_tile_step(act_ptr, w, acc, 0, steps, t0, r, held, e, t, offs_n, offs_k, offs_g, ws_ptr,
                               b_ptr, tw_ptr, shared_ptr, out_ptr, H, I, R, stride_wse, stride_wsn, stride_s,
@@ -413,8 +447,8 @@ def route_down_kernel(
                               FP16_PRODUCTS)
         first = 1
     for it in range(first, TILES * steps):
-        w = _down_weights(w_ptr, e, held, t0, it, steps, offs_n, offs_k, H, I, stride_we, stride_wn,
-                          BLOCK_N, BLOCK_K)
+        w = _down_weights(w_ptr, ws_ptr, e, held, t0, it, steps, offs_n, offs_k, H, I, stride_we, stride_wn,
+                          stride_wse, stride_wsn, W_SCALE, BLOCK_N, BLOCK_K)
         acc = _down_tile_step(act_ptr, w, acc, it, steps, t0, r, held, e, t, offs_n, offs_k, offs_g, ws_ptr,
                               b_ptr, tw_ptr, shared_ptr, out_ptr, H, I, R, stride_wse, stride_wsn, stride_s,
                               stride_o, KP, W_SCALE, SPLIT_K, ACTIVATION, HAS_BIAS, HAS_SHARED, BLOCK_N, BLOCK_K, TILES,

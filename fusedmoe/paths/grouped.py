@@ -4,8 +4,9 @@ unless the gate/up tile is narrower than a 128-column group), a deterministic to
 
 Launches: [FP8: quantise x] + plan + [Gluon GEMMs: gather x into plan order] + gate/up +
 [FP8 with 64-wide gate/up tiles: requantise] + down + combine.
-Activations: FP8 formats quantise x to e4m3, fp8_tensor per row and fp8_block per row per 128
-columns (``quant.x_group``), and the SwiGLU output per row per 128 columns
+Activations: FP8 formats and w4a8 (``weights.A8_FORMATS``) quantise x to e4m3, fp8_tensor per
+row, fp8_block and w4a8 per row per 128 columns (``quant.x_group``), and the SwiGLU output per
+row per 128 columns
 (``quantize_activations=True`` in the reference); bf16/fp16 keep them in the input dtype.
 """
 
@@ -24,7 +25,7 @@ from ._grouped_gluon_kernels import (WS_MAXNREG, gluon_grouped_down_kernel, gluo
                                      gluon_grouped_gate_up_kernel, gluon_grouped_gate_up_ws_kernel, tile_desc)
 from ._grouped_kernels import ROW_SCALED, gather_plan_rows_kernel, grouped_down_kernel, grouped_gate_up_kernel
 
-QUANTIZES_ACTIVATIONS = {"bf16": False, "fp16": False, "fp8_tensor": True, "fp8_block": True}
+QUANTIZES_ACTIVATIONS = {"bf16": False, "fp16": False, "fp8_tensor": True, "fp8_block": True, "w4a8": True}
 # bytes per step of gather_plan_rows_kernel: 64 rows x 512 e4m3 columns, or 128 x 256 (128 x 512
 # spills with 4 warps: 255 registers, 36 LDL/STL, scripts/compile_check.py)
 _GATHER_BYTES = 64 * 512
@@ -41,7 +42,7 @@ def splits_quantisation(weights: ExpertWeights, config: GroupedConfig | None) ->
     narrower than one 128-column group (BLOCK_N 64: half the registers, two CTAs per SM on
     sm_90) write it in fp32, and ``quantize_rows`` makes the e4m3 rows and scales that the
     fused epilogue would have (bitwise: the same fp32 values, the same rounding)."""
-    return weights.is_fp8 and config is not None and config.gate_up.block_n < quant.GROUP
+    return weights.is_a8 and config is not None and config.gate_up.block_n < quant.GROUP
 
 
 def uses_gluon(weights: ExpertWeights, config: GroupedConfig | None, device: torch.device, activation: str) -> bool:
@@ -62,7 +63,7 @@ def kernel_launches(m: int, top_k: int, weights: ExpertWeights, config: GroupedC
     """Launches of one call: [quantise x] + the plan's + [gather x into plan order: ``gluon``,
     as ``uses_gluon`` says] + gate/up + [requantise] + down + combine."""
     routes, e_local = m * top_k, weights.num_experts
-    return (int(weights.is_fp8) + plan_launches(routes, e_local, no_permute=uses_no_permute(routes, e_local)) + 3
+    return (int(weights.is_a8) + plan_launches(routes, e_local, no_permute=uses_no_permute(routes, e_local)) + 3
             + int(splits_quantisation(weights, config)) + int(gluon))
 
 
@@ -73,7 +74,7 @@ def grouped_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Ten
     m, k = topk_ids.shape
     e_local, hidden, inter = weights.num_experts, weights.hidden_size, weights.intermediate_size
     dev = x.device
-    fp8 = weights.is_fp8
+    fp8 = weights.is_a8  # e4m3 activations
     bm = config.block_m
 
     plan = build_plan(topk_ids, num_experts, bm, expert_offset=expert_offset, num_local_experts=e_local,

@@ -1,7 +1,7 @@
 """Route-direct path (seeds 000, 004): for decode, where routes are few and rarely share an
 expert.  Two launches, no plan: gate/up GEMV per route (+ K split), then down + combine per
-token.  Activations are not quantised in any format ("w8a16" for FP8: weights upcast in
-registers), which the reference replays with ``quantize_activations=False``.
+token.  Activations are not quantised in any format ("w8a16" for FP8, "w4a16" for w4a8: weights
+upcast in registers), which the reference replays with ``quantize_activations=False``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from ._route_direct_kernels import (route_down_kernel, route_down_mma_kernel, ro
                                     route_gate_up_mma_kernel)
 
 KERNEL_LAUNCHES = 2  # gate/up, down + combine
-QUANTIZES_ACTIVATIONS = {"bf16": False, "fp16": False, "fp8_tensor": False, "fp8_block": False}
+QUANTIZES_ACTIVATIONS = {"bf16": False, "fp16": False, "fp8_tensor": False, "fp8_block": False, "w4a8": False}
 
 
 def _pdl_launch(config: RouteDirectConfig, device: torch.device) -> dict:
