@@ -32,7 +32,7 @@ import torch
 
 from . import policy
 from ._runtime import device_name, num_sms
-from .weights import FORMATS, FP8_FORMATS
+from .weights import A8_FORMATS, FORMATS, FP8_FORMATS
 
 
 # Every candidate is checked against the float64 reference (first routing) before it is timed;
@@ -45,7 +45,7 @@ def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
     'group_m', route-direct 'pdl', 'down_tiles' and (FP8) 'fp16_products', grouped FP8 'block_m+gate_up' (both at
     once: value (BLOCK_M, gate/up tile)), grouped fp8_tensor 'gluon' (value: the Gluon tile set's
     BLOCK_M, or False: off)."""
-    fp8 = fmt in FP8_FORMATS
+    fp8 = fmt in FP8_FORMATS  # e4m3 weights (route-direct's tensor-core down, fp16 products)
     if path == "route_direct":
         # PDL first: the tiles are then tuned with the launch mode they will run under, and the
         # candidate log's first two entries of a case are the start config without and with it
@@ -87,6 +87,7 @@ def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
     # unswapped) are not tried: in the ninth session's A/B (Mixtral, Qwen3-30B and GPT-OSS TP4
     # fp8_tensor, M = 2048 / 8192) every one, at BLOCK_M 64 and 128, was slower than the entry
     # (each case's best 32-column candidate 1.02-1.18x its time); 16-bit ones won 3 of 19 cases
+    fp8 = fmt in A8_FORMATS  # grouped: an FP8 MMA (w4a8's FP4 weights decoded to e4m3)
     gate_n = (64, 128) if fp8 else (32, 64, 128)
     ks = (64, 128)
     for bn, bk, warps, stages in itertools.product(gate_n, ks, (4, 8), (3, 4)):

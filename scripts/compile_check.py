@@ -47,6 +47,12 @@ ROUTE_GATE_UP_BF16 = dict(x_ptr="*bf16", w_ptr="*bf16", ids_ptr="*i32")
 ROUTE_GATE_UP_FP8 = dict(x_ptr="*bf16", w_ptr=FP8, ids_ptr="*i32")
 ROUTE_DOWN_BF16 = dict(w_ptr="*bf16", ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16")
 ROUTE_DOWN_FP8 = dict(w_ptr=FP8, ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16")
+# w4a8: packed FP4 codes and E8M0 exponents, both bytes
+W4 = dict(w_ptr="*u8", ws_ptr="*u8")
+GATE_UP_W4 = dict(GATE_UP_FP8, **W4)
+DOWN_W4 = dict(DOWN_FP8, **W4)
+ROUTE_GATE_UP_W4 = dict(ROUTE_GATE_UP_BF16, **W4)
+ROUTE_DOWN_W4 = dict(ROUTE_DOWN_BF16, **W4)
 
 
 def grouped(bm, bn, bk, swap, fp8, w_scale, **extra):
@@ -123,6 +129,23 @@ CASES = [
      grouped(128, 128, 128, False, True, 1, PROMOTE_K=128), 8, True),
     ("grouped_down fp8_block M128 promote128 (Gluon fallback)", grouped_down_kernel, DOWN_FP8,
      grouped(128, 128, 128, False, True, 2, PROMOTE_K=128), 8, True),
+    # w4a8: FP4 weights decoded to e4m3 per K step, on the FP8 tensor cores (the heuristic's tiles:
+    # 128 fused columns swapped at BLOCK_M 16, 64 columns with an fp32 SwiGLU output at 32 and 64)
+    ("grouped_gate_up w4a8 swap-AB M16", grouped_gate_up_kernel, GATE_UP_W4,
+     grouped(16, 128, 128, True, True, 3, QUANT_OUT=True, ACTIVATION=0, PROMOTE_K=64), 8, True),
+    ("grouped_gate_up w4a8 64 wide M64 fp32 out", grouped_gate_up_kernel, dict(GATE_UP_W4, act_ptr="*fp32"),
+     grouped(64, 64, 128, False, True, 3, QUANT_OUT=False, ACTIVATION=0, PROMOTE_K=128), 4, True),
+    ("grouped_down w4a8 M64", grouped_down_kernel, DOWN_W4, grouped(64, 128, 128, False, True, 3, PROMOTE_K=128), 8,
+     True),
+    ("grouped_down w4a8 swap-AB M16", grouped_down_kernel, DOWN_W4, grouped(16, 128, 128, True, True, 3), 4, True),
+    ("route_gate_up w4a8 4 warps N8 K512 PDL", route_gate_up_kernel, ROUTE_GATE_UP_W4,
+     route_gate_up(3, 1, 0, False, 8, 512, PDL=True), 4, False),
+    ("route_gate_up w4a8 split2 oai+bias N4 K1024", route_gate_up_kernel, ROUTE_GATE_UP_W4,
+     route_gate_up(3, 2, 2, True, 4, 1024), 4, False),
+    ("route_down w4a8 k8 N16 K128 PDL", route_down_kernel, ROUTE_DOWN_W4,
+     route_down(8, 3, 1, True, 0, False, 16, 128, PDL=True), 4, False),
+    ("route_down w4a8 k4 N16 K256", route_down_kernel, ROUTE_DOWN_W4,
+     route_down(4, 3, 1, False, 0, False, 16, 256), 4, False),
     ("route_gate_up bf16", route_gate_up_kernel, ROUTE_GATE_UP_BF16,
      route_gate_up(0, 1, 0, False, 8, 2048), 8, False),
     ("route_gate_up fp8_tensor N2 K4096", route_gate_up_kernel, ROUTE_GATE_UP_FP8,

@@ -3,7 +3,8 @@
 #   scripts/gpu_check.sh OUT_DIR [steps...]
 # steps (default: all, in this order, most important first):
 #   sass      kernels compile for sm_90, wgmma where expected, no spills (also runs without a GPU)
-#   accuracy  PEERS shapes (ACCURACY_SHAPES) x M {1,8,64,512,4096} x 4 formats x paths against the float64 reference
+#   accuracy  PEERS shapes (ACCURACY_SHAPES) x M {1,8,64,512,4096} x formats (CHECK_FORMATS, default all five,
+#             also of graphs and memcheck) x paths against the float64 reference
 #   graphs    CUDA-graph capture, replay with changed inputs, bitwise equal to eager
 #   fp8probe  stage-by-stage differences of the grouped FP8 path against its reference
 #   tests     the test suite on CUDA
@@ -44,15 +45,16 @@ bench=(python -m fusedmoe bench --shape peers --routing softmax --replays 10)  #
 for step in $steps; do
   case $step in
     sass)     run sass env -u TRITON_INTERPRET python scripts/compile_check.py --json "$out/sass.json" ;;
-    accuracy) run accuracy python -m fusedmoe check accuracy --out "$out" ${ACCURACY_SHAPES:+--shapes "$ACCURACY_SHAPES"} ;;
-    graphs)   run graphs python -m fusedmoe check graphs --out "$out" ;;
+    accuracy) run accuracy python -m fusedmoe check accuracy --out "$out" ${ACCURACY_SHAPES:+--shapes "$ACCURACY_SHAPES"} \
+                ${CHECK_FORMATS:+--formats "$CHECK_FORMATS"} ;;
+    graphs)   run graphs python -m fusedmoe check graphs --out "$out" ${CHECK_FORMATS:+--formats "$CHECK_FORMATS"} ;;
     fp8probe) run fp8probe python scripts/fp8_probe.py ;;
     tests)    # compiling each test's kernel variants dominates on a fresh machine: 8 workers compile in parallel
               xdist=$(python -c "import xdist" 2>/dev/null && echo "-n 8")
               run tests env FUSEDMOE_FUZZ=${FUSEDMOE_FUZZ:-30} FUSEDMOE_SEED=${FUSEDMOE_SEED:-$RANDOM} \
                 python -m pytest tests -rf --durations=15 --junitxml "$out/tests.xml" $xdist ;;
     memcheck) run memcheck env PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --tool memcheck \
-                --error-exitcode 9 python -m fusedmoe check sanitize ;;
+                --error-exitcode 9 python -m fusedmoe check sanitize ${CHECK_FORMATS:+--formats "$CHECK_FORMATS"} ;;
     swiglu)   run swiglu python -m fusedmoe.bench.swiglu_quant --out "$out" ;;
     kernels)  run kernels python -m fusedmoe.bench.kernels --tokens "${KERNEL_TOKENS:-1,8}" \
                 --formats "${KERNEL_FORMATS:-bf16,fp8_tensor,fp8_block}" --path "${KERNEL_PATH:-auto}" \
