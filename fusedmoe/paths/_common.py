@@ -23,4 +23,3 @@ def scale_args(weights: ExpertWeights, scale: torch.Tensor | None, dummy: torch.
 def optional_ptr(t: torch.Tensor | None, dummy: torch.Tensor) -> torch.Tensor:
     """``t``, or a placeholder pointer for an optional tensor a kernel will not read."""
     return dummy if t is None else t
-
