@@ -54,6 +54,11 @@ def _bias(name: str, b: torch.Tensor | None) -> torch.Tensor | None:
     return b.to(torch.float32).contiguous()
 
 
+def _gate_then_up(t: torch.Tensor) -> torch.Tensor:
+    """Rows (dim 1) alternating gate, up, gate, up, ... -> gate rows then up rows."""
+    return torch.cat([t[:, 0::2], t[:, 1::2]], dim=1).contiguous()
+
+
 def _fp4_group_rows(packed: torch.Tensor) -> torch.Tensor:
     """FP4 rows [E, N, K/2] zero-padded to whole 32-column groups: [E, N, 16 ceil(K/32)]."""
     pad = -packed.shape[2] % (quant.FP4_GROUP // 2)
@@ -86,10 +91,10 @@ class ExpertWeights:
         check_tensor("w13", w13, dtypes=floats, ndim=3)
         check_tensor("w2", w2, dtypes=floats, ndim=3)
         if gate_up_interleaved:
-            w13 = torch.cat([w13[:, 0::2], w13[:, 1::2]], dim=1)
+            w13 = _gate_then_up(w13)
             if w13_bias is not None:
                 check_tensor("w13_bias", w13_bias, ndim=2)
-                w13_bias = torch.cat([w13_bias[:, 0::2], w13_bias[:, 1::2]], dim=1)
+                w13_bias = _gate_then_up(w13_bias)
         for name, w in (("w13", w13), ("w2", w2)):
             if not w.numel():  # before quantising: an empty expert has no amax
                 raise ValueError(f"{name}: expected no zero-sized dimension, got shape {tuple(w.shape)}")
@@ -119,9 +124,28 @@ class ExpertWeights:
     @classmethod
     def from_quantized(cls, format: str, w13: torch.Tensor, w2: torch.Tensor,
                        w13_scale: torch.Tensor | None = None, w2_scale: torch.Tensor | None = None, *,
-                       w13_bias: torch.Tensor | None = None, w2_bias: torch.Tensor | None = None) -> "ExpertWeights":
-        """Wrap already-quantised tensors (what a checkpoint holds), checking every shape and dtype."""
+                       w13_bias: torch.Tensor | None = None, w2_bias: torch.Tensor | None = None,
+                       gate_up_interleaved: bool = False) -> "ExpertWeights":
+        """Wrap already-quantised tensors (what a checkpoint holds), checking every shape and dtype.
+
+        ``gate_up_interleaved``: w13's rows alternate gate, up, gate, up, ... (GPT-OSS checkpoints,
+        their MXFP4 ones included); they are reordered to gate rows then up rows, with w13_bias and,
+        where it has one scale per row (w4a8), w13_scale (one copy each).  fp8_block's 128-row
+        scale blocks would mix gate and up rows: refused."""
         check_choice("format", format, FORMATS)
+        if gate_up_interleaved:
+            if format == "fp8_block":
+                raise ValueError("gate_up_interleaved: fp8_block's 128-row scale blocks of an interleaved w13 mix gate "
+                                 "and up rows and cannot be reordered; quantise the reordered dense weights "
+                                 "(from_dense(..., gate_up_interleaved=True)) instead")
+            check_tensor("w13", w13, ndim=3)
+            w13 = _gate_then_up(w13)
+            if format == "w4a8" and w13_scale is not None:
+                check_tensor("w13_scale", w13_scale, ndim=3)
+                w13_scale = _gate_then_up(w13_scale)
+            if w13_bias is not None:
+                check_tensor("w13_bias", w13_bias, ndim=2)
+                w13_bias = _gate_then_up(w13_bias)
         if format == "w4a8" and isinstance(w13, torch.Tensor) and isinstance(w2, torch.Tensor) and w2.dim() == 3 \
                 and w13.dim() == 3 and w2.shape[2] * 2 == w13.shape[1] // 2:  # a checkpoint's [E, H, I/2]
             w2 = _fp4_group_rows(w2)

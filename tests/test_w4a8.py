@@ -98,6 +98,25 @@ def test_checkpoint_blocks_load_as_they_are(device):
         run_and_check(loaded, x, tw, ids, path)
 
 
+@pytest.mark.parametrize("fmt", ["w4a8", "fp8_tensor", "bf16"])
+def test_interleaved_checkpoints_load_as_from_dense(fmt):
+    # GPT-OSS checkpoints interleave gate and up rows (their MXFP4 ones too): from_quantized
+    # reorders w13, w13_bias and per-row scales, to what from_dense makes of the dense layer.
+    e, h, i = 3, 64, 32
+    w13, w2, b13 = torch.randn(e, 2 * i, h) * 0.05, torch.randn(e, h, i) * 0.05, torch.randn(e, 2 * i)
+    want = ExpertWeights.from_dense(w13, w2, fmt, w13_bias=b13, gate_up_interleaved=True)
+    raw = ExpertWeights.from_dense(w13, w2, fmt, w13_bias=b13)  # quantised in the checkpoint's row order
+    got = ExpertWeights.from_quantized(fmt, raw.w13, raw.w2, raw.w13_scale, raw.w2_scale, w13_bias=raw.w13_bias,
+                                       gate_up_interleaved=True)
+    for a, b in zip((got.w13, got.w13_scale, got.w13_bias, got.w2), (want.w13, want.w13_scale, want.w13_bias, want.w2)):
+        assert (a is None and b is None) or torch.equal(a.view(torch.uint8) if a.dtype.itemsize == 1 else a,
+                                                        b.view(torch.uint8) if b.dtype.itemsize == 1 else b)
+    block = ExpertWeights.from_dense(w13, w2, "fp8_block")
+    with pytest.raises(ValueError, match="gate_up_interleaved: fp8_block"):
+        ExpertWeights.from_quantized("fp8_block", block.w13, block.w2, block.w13_scale, block.w2_scale,
+                                     gate_up_interleaved=True)
+
+
 @pytest.mark.parametrize("path", PATHS)
 def test_rows_spanning_many_binades(path, device):
     # Groups of one row 2^-9 .. 2^3 apart (within and across 128-column blocks), ragged K
