@@ -152,7 +152,6 @@ def fake_quantize_rows_grouped(a: torch.Tensor, group: int = GROUP) -> torch.Ten
 
 FP4_GROUP = 32
 FP4_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
-FP4_MAX = 6.0
 # The grouped path multiplies FP4 weights on FP8 tensor cores: each K step's weights become e4m3
 # relative to the step's largest group exponent, exact while no group of a 128-column block
 # lies more than FP4_SPAN binades below the block's largest (e4m3 subnormals reach 2^-9 =

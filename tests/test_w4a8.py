@@ -3,8 +3,8 @@ container checks, and the kernels' decoding against the float64 reference."""
 
 import pytest
 import torch
-from conftest import ACT_DTYPE, poison
-from test_fused_moe import max_rel_l2, run_and_check
+from conftest import ACT_DTYPE
+from test_fused_moe import make_layer, max_rel_l2, run_and_check
 
 from fusedmoe import ExpertWeights, fused_moe, policy, quant
 from fusedmoe.api import PATHS, path_quantizes_activations
@@ -139,7 +139,7 @@ def test_grouped_steps_of_32_64_and_128_columns(device):
     # The grouped FP4 decoder at every legal K step (one, two and four exponent groups per step),
     # swapped and not, with 64- and 128-column gate/up tiles (the 64-wide one requantises the
     # SwiGLU output in a launch of its own).
-    weights, x, tw, ids = _layer(device)
+    weights, x, tw, ids = make_layer(24, 4, 2, 256, 96, "w4a8", device, p_drop=0.0)
     for block_k, swap, gate_n in ((32, True, 128), (64, False, 64), (128, False, 128), (128, True, 64)):
         cfg = policy.GroupedConfig(16 if swap else 64, policy.Tile(gate_n, block_k, 4, 2, swap_ab=swap),
                                    policy.Tile(64, block_k, 4, 2, swap_ab=swap))
@@ -162,19 +162,9 @@ def test_route_direct_takes_the_gemv_forms_only():
 def test_grouped_activation_quantisation_costs_what_fp8_does(device):
     # Against the reference with unquantised activations: route-direct is that reference (w4a16);
     # grouped quantises x and the SwiGLU output to e4m3, within the FP8 formats' 8% bound.
-    weights, x, tw, ids = _layer(device, m=6)
+    weights, x, tw, ids = make_layer(6, 4, 2, 256, 96, "w4a8", device, p_drop=0.0)
     ref = moe_reference(x, weights, tw, ids)
     for path in PATHS:
         out = fused_moe(x, weights, tw, ids, path=path)
         bound = max_rel_l2(path, "w4a8") if not path_quantizes_activations(path, "w4a8") else 0.08
         assert rel_l2(out, ref) <= bound, path
-
-
-def _layer(device, m=24, e=4, k=2, h=256, i=96):
-    w13 = torch.randn(e, 2 * i, h, device=device) * 0.05
-    w2 = torch.randn(e, h, i, device=device) * 0.05
-    weights = ExpertWeights.from_dense(w13, w2, "w4a8")
-    x = torch.randn(m, h, device=device).to(ACT_DTYPE)
-    ids = torch.rand(m, e, device=device).argsort(dim=1)[:, :k].to(torch.int32).contiguous()
-    tw = torch.rand(m, k, device=device)
-    return weights, x, tw, ids

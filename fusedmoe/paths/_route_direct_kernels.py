@@ -39,7 +39,7 @@ from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from .._epilogue_kernels import glu, is_held
 from .._runtime import interpreting
-from ._fp4_kernels import fp16_groups, fp4_group_dots, fp4_route_group_dots, load_fp4_rows
+from ._fp4_kernels import FP4_GROUP, fp16_groups, fp4_group_dots, fp4_route_group_dots, load_fp4_rows
 
 # The interpreter cannot run griddepcontrol: there PDL=True runs the PDL code without it.
 _INTERPRETING = tl.constexpr(interpreting())
@@ -165,7 +165,7 @@ def route_gate_up_kernel(
         k_ok = kk < k_hi
         v = tl.load(x_base + kk, mask=k_ok, other=0.0)
         if W_SCALE == 3:  # FP4 codes, products in packed fp16 per 32-column exponent group
-            G: tl.constexpr = BLOCK_K // 32
+            G: tl.constexpr = BLOCK_K // FP4_GROUP
             packed, exps = load_fp4_rows(w_base, s_base, k0, k_hi, n_ok[:, None], BLOCK_K)
             even, odd, vs = fp16_groups(tl.reshape(v.to(tl.float32), (1, BLOCK_K)), 1, G)
             acc += tl.sum(fp4_group_dots(packed, exps, tl.reshape(even, (G, 16)), tl.reshape(odd, (G, 16)),
@@ -379,11 +379,11 @@ def _down_step_fp4(act_ptr, w, r, held, row_ok, k0, s_base, I, R, KP: tl.constex
                    ACTIVATION: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     """``_down_step`` for FP4 weights: w [KP, BLOCK_N, BLOCK_K/2] bytes, s_base [KP, BLOCK_N] at
     each row's exponents; products in packed fp16 per exponent group (``fp4_route_group_dots``)."""
-    G: tl.constexpr = BLOCK_K // 32
+    G: tl.constexpr = BLOCK_K // FP4_GROUP
     a = _load_act(act_ptr, r, held, k0 + tl.arange(0, BLOCK_K), I, R, SPLIT_K, ACTIVATION)
-    kg = k0 // 32 + tl.arange(0, G)
+    kg = k0 // FP4_GROUP + tl.arange(0, G)
     exps = tl.load(s_base[:, :, None] + kg[None, None, :],
-                   mask=row_ok[:, :, None] & (kg < tl.cdiv(I, 32))[None, None, :], other=0).to(tl.int32)
+                   mask=row_ok[:, :, None] & (kg < tl.cdiv(I, FP4_GROUP))[None, None, :], other=0).to(tl.int32)
     even, odd, sc = fp16_groups(a, KP, G)
     return tl.sum(fp4_route_group_dots(w, exps, even, odd, sc, KP, BLOCK_N, G), axis=2)
 
