@@ -69,7 +69,9 @@ GLUON_MIN_TOKENS = 256
 def variants(path: str, m: int, shape, fmt: str) -> list[tuple[str, object]]:
     """(label, config) runs of a path: its dispatched config (None), for route-direct also the
     tensor-core forms (gate/up, and down with FP8 weights; the tuned tables may pick them),
-    each launched with and without PDL, and 4 H tiles per GEMV down program (PDL); for grouped
+    each launched with and without PDL, 4 H tiles per GEMV down program (PDL) and the heuristic's
+    GEMV loops pipelined 3 deep (PDL; for 16-bit weights above M=2 its gate/up is a tensor-core
+    form, whose pipeline depth is num_stages anyway); for grouped
     FP8 also K steps of 64, the MMA sums promoted every 32 columns (the most accurate interval)
     and every 64 where the rule (policy.grouped_promote_k) picks 128, and the other gate/up
     width (64 columns with the SwiGLU output requantised by a launch of its own, or 128 fused),
@@ -100,7 +102,9 @@ def variants(path: str, m: int, shape, fmt: str) -> list[tuple[str, object]]:
     mma = policy.RouteDirectConfig(policy.Tile(32, 128, 4, 3, 2, swap_ab=True), down)
     runs = [(path, None), (path + "_nopdl", dataclasses.replace(base, pdl=False)),
             (path + "_pdl", dataclasses.replace(base, pdl=True)),
-            (path + "_tiles4", dataclasses.replace(base, down_tiles=4, pdl=True))]  # the heuristic's down is GEMV
+            (path + "_tiles4", dataclasses.replace(base, down_tiles=4, pdl=True)),  # the heuristic's down is GEMV
+            (path + "_stages3", dataclasses.replace(base, pdl=True, gate_up=dataclasses.replace(base.gate_up, num_stages=3),
+                                                    down=dataclasses.replace(base.down, num_stages=3)))]
     if policy.legal(path, mma, fmt):  # no tensor-core form for FP4 weights
         runs[1:1] = [(path + "_mma", mma), (path + "_mma_pdl", dataclasses.replace(mma, pdl=True))]
     if fmt in FP8_FORMATS and not base.gate_up.swap_ab:

@@ -28,11 +28,13 @@ class Tile:
     swap_ab: weights on the MMA's M side, routes on N (grouped path: for BLOCK_M < 64;
     route-direct gate/up: the tensor-core form, which also streams a shared expert once;
     route-direct down, FP8 weights: the token's k expert tiles stacked into one MMA).
-    The route-direct GEMV forms (swap_ab False) ignore num_stages: their plain loads have no
-    software pipeline, and they compile with num_stages 1.  (A prefetch of the next K step
-    into registers, tried 2026-11-30, sixth session, was slower in 43 of 44 GEMV gate/up cases,
-    1.007-3.3x, and in the down kernel: the registers it needs cost more occupancy than the
-    loads it overlaps.)"""
+    The route-direct GEMV forms (swap_ab False) pipeline their K loop alone to num_stages (1:
+    plain loads, the heuristic's choice; more: each step's tiles copied to shared memory by
+    cp.async num_stages - 1 steps ahead).  On the H200 the deeper loops paid in 2 of the 60
+    PEERS decode cases, by 2-4% (eighteenth session; ``tune.CONFIRM_MIN_GAIN``).  (A prefetch
+    of the next K step into registers, tried 2026-11-30, sixth session, was slower in 43 of 44
+    GEMV gate/up cases, 1.007-3.3x, and in the down kernel: the registers it needs cost more
+    occupancy than the loads it overlaps.)"""
 
     block_n: int
     block_k: int

@@ -197,6 +197,15 @@ CASES = [
      route_down(8, 2, 1, False, 0, False, 8, 256, TILES=2), 4, False),
     ("route_down bf16 k8 tiles4 PDL", route_down_kernel, ROUTE_DOWN_BF16,
      route_down(8, 0, 1, True, 0, False, 8, 128, PDL=True, TILES=4), 4, False),
+    # the GEMV K loops software-pipelined (Tile.num_stages > 1): cp.async copies to shared memory
+    ("route_gate_up fp8_block 4 warps N8 K1024 2 stages", route_gate_up_kernel, ROUTE_GATE_UP_FP8,
+     route_gate_up(2, 1, 0, False, 8, 1024, FP16_PRODUCTS=True, STAGES=2), 4, False),
+    ("route_gate_up bf16 N8 K512 3 stages PDL", route_gate_up_kernel, ROUTE_GATE_UP_BF16,
+     route_gate_up(0, 1, 0, False, 8, 512, PDL=True, STAGES=3), 8, False),
+    ("route_gate_up w4a8 N8 K512 3 stages", route_gate_up_kernel, ROUTE_GATE_UP_W4,
+     route_gate_up(3, 1, 0, False, 8, 512, STAGES=3), 4, False),
+    ("route_down fp8_tensor k8 N8 K256 3 stages PDL", route_down_kernel, ROUTE_DOWN_FP8,
+     route_down(8, 1, 1, False, 0, False, 8, 256, PDL=True, STAGES=3), 4, False),
     ("plan one program R2048 E512", _plan_single_kernel, dict(ids_ptr="*i32", sorted_ptr="*i32",
      block_expert_ptr="*i32", num_blocks_ptr="*i32", counts_ptr="*i32", off_ptr="*i32"),
      dict(BLOCK_M=16, R_PAD=2048, LOG_R=11, E_BINS=512, FILL=1024), 8, False),
@@ -258,6 +267,7 @@ def sass_facts(cubin: bytes) -> dict:
                 tma_loads=sass.count("UTMALDG"),
                 local_bytes=int(local.group(1)) if local else None, spill_ops=len(re.findall(r"\b(?:LDL|STL)\b", sass)),
                 pdl_wait=sass.count("ACQBULK"), pdl_launch=sass.count("PREEXIT"),
+                instructions=len(re.findall(r"^\s+/\*[0-9a-f]{4,}\*/", sass, re.M)),
                 pdl_wait_first=launch_at < 0 or 0 <= wait_at < launch_at)
 
 
@@ -318,7 +328,8 @@ def main() -> int:
 
     rows = [check(name, lambda: sass_facts(compile_case(kernel, ptrs, constexprs, warps).asm["cubin"]),
                   lambda f: ((needs_wgmma and f["hgmma"] + f["qgmma"] == 0) or f["spill_ops"] > 0
-                             or (constexprs.get("PDL", False) and f["pdl_wait"] == 0) or not f["pdl_wait_first"]))
+                             or (constexprs.get("PDL", False) and f["pdl_wait"] == 0) or not f["pdl_wait_first"]
+                             or (constexprs.get("STAGES", 1) > 1 and f["cp_async"] == 0)))
             for name, kernel, ptrs, constexprs, warps, needs_wgmma in CASES]
 
     def gluon_facts(gemm: str, block_m: int) -> dict:

@@ -568,6 +568,26 @@ def test_route_direct_down_tiles_are_bitwise_one_tile_per_program(fmt, pdl, devi
     assert torch.equal(got.view(torch.int16), want.view(torch.int16))
 
 
+@pytest.mark.parametrize("fmt", VARIANT_FORMATS)
+@pytest.mark.parametrize("pdl", [False, True])
+def test_route_direct_gemv_pipeline_is_bitwise_unpipelined(fmt, pdl, device):
+    # A software-pipelined K loop (tiles copied to shared memory steps ahead) changes when the
+    # weights arrive, not what is computed: bitwise the plain loads' output, and the reference.
+    # H = 300 (two splits of 128-column steps) and I = 136 end in partial K steps; 3 down tiles
+    # per program.
+    m, e, k, h, i = 3, 6, 3, 300, 136
+    weights, x, tw, ids = make_layer(m, e, k, h, i, fmt, device)
+    shared = torch.randn_like(x)
+    plain = policy.RouteDirectConfig(policy.Tile(8, 128, 4, 1, split_k=2), policy.Tile(16, 128, 4, 1), pdl=pdl,
+                                     down_tiles=3)
+    want = fused_moe(x, weights, tw, ids, path="route_direct", config=plain, shared_output=shared)
+    for stages in (2, 3):
+        deep = dataclasses.replace(plain, gate_up=policy.Tile(8, 128, 4, stages, split_k=2),
+                                   down=policy.Tile(16, 128, 4, stages))
+        got = run_and_check(weights, x, tw, ids, "route_direct", shared=shared, config=deep)
+        assert torch.equal(got.view(torch.int16), want.view(torch.int16)), stages
+
+
 @settings(max_examples=int(__import__("os").environ.get("FUSEDMOE_FUZZ", 100)), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(m=st.integers(1, 6), e=st.integers(1, 9), k=st.integers(1, 4), h=st.integers(16, 150),
@@ -587,8 +607,10 @@ def test_fuzz_against_reference(m, e, k, h, i, fmt, path, offset, data, device):
     if path == "route_direct" and data.draw(st.booleans()):  # the GEMV forms, any tile
         block_k = 128 if fmt == "fp8_block" else data.draw(st.sampled_from([32, 64, 128]))
         config = policy.RouteDirectConfig(
-            policy.Tile(data.draw(st.sampled_from([4, 8, 16])), block_k, 4, 1, data.draw(st.integers(1, 3))),
-            policy.Tile(data.draw(st.sampled_from([8, 16])), block_k, 4, 1), pdl=data.draw(st.booleans()),
+            policy.Tile(data.draw(st.sampled_from([4, 8, 16])), block_k, 4, data.draw(st.integers(1, 3)),
+                        data.draw(st.integers(1, 3))),
+            policy.Tile(data.draw(st.sampled_from([8, 16])), block_k, 4, data.draw(st.integers(1, 3))),
+            pdl=data.draw(st.booleans()),
             down_tiles=data.draw(st.integers(1, 4)))
     elif path == "route_direct" and fmt != "w4a8" and data.draw(st.booleans()):  # the tensor-core forms, any tile
         block_k = 128 if fmt == "fp8_block" else data.draw(st.sampled_from([16, 32, 64, 128]))

@@ -173,6 +173,26 @@ def test_descend_finds_the_minimum_and_skips_failures():
     assert t_best < t_start
 
 
+def test_confirm_keeps_a_best_only_if_it_stays_faster():
+    # The descent's best against the start, timed again in turn: a lucky single timing (noise)
+    # does not replace the start, a real gain above the margin does; medians, not minima.
+    start = policy.RouteDirectConfig(policy.Tile(8, 512, 4, 1), policy.Tile(16, 128, 4, 1))
+    best = dataclasses.replace(start, pdl=True)
+    order = []
+
+    def timer(times):
+        runs = {start: iter(times[0]), best: iter(times[1])}
+        return lambda cfg: order.append(cfg) or next(runs[cfg])
+
+    same = timer(([10.0, 10.4, 9.9], [10.1, 8.0, 9.95]))  # best's one fast timing is noise
+    assert tune.confirm(start, best, same) == (start, 10.0, 10.0)
+    assert order == [start, best] * 3  # alternately
+    faster = timer(([10.0, 10.4, 9.9], [9.5, 9.6, 12.0]))
+    assert tune.confirm(start, best, faster) == (best, 9.6, 10.0)
+    assert tune.confirm(start, best, timer(([10.0] * 3, [9.85] * 3)))[0] == start  # 1.5%: within the margin
+    assert tune.confirm(start, start, timer(([], []))) == (start, None, None)  # nothing to confirm, nothing timed
+
+
 def test_fp8_promotion_interval_is_legal_up_to_the_k_step():
     cfg = policy.grouped_config(64, 8, 128, 2048, 768, "fp8_tensor")  # BLOCK_K 128
     for k, ok in ((0, True), (32, True), (64, True), (128, True), (256, False), (48, False)):
@@ -307,6 +327,16 @@ def test_precompile_covers_each_promotion_interval():
         [("q", "fp8_tensor", "route_direct", 16), ("q", "bf16", "route_direct", 16)])
 
 
+def test_stages_moves_set_one_tiles_depth():
+    # gate_up_stages / down_stages move one tile's num_stages (the GEMV forms' K-loop pipeline).
+    gemv = policy.RouteDirectConfig(policy.Tile(8, 512, 4, 1), policy.Tile(16, 128, 4, 1), pdl=True)
+    deep = tune.apply(tune.apply(gemv, "gate_up_stages", 3), "down_stages", 2)
+    assert (deep.gate_up.num_stages, deep.down.num_stages) == (3, 2)
+    assert deep == dataclasses.replace(gemv, gate_up=policy.Tile(8, 512, 4, 3), down=policy.Tile(16, 128, 4, 2))
+    assert policy.legal("route_direct", deep, "fp8_tensor")
+    assert [v for f, v in tune.candidates("route_direct", "bf16") if f == "down_stages"] == [1, 2, 3, 4]
+
+
 def test_down_tiles_moves():
     # down_tiles is a move; a tensor-core down runs one tile per program.
     gemv = policy.RouteDirectConfig(policy.Tile(16, 512, 8, 1), policy.Tile(16, 128, 4, 1))
@@ -317,7 +347,7 @@ def test_down_tiles_moves():
     assert not policy.legal("route_direct", dataclasses.replace(mma, down_tiles=2), "fp8_tensor")
     assert not policy.legal("route_direct", dataclasses.replace(gemv, down_tiles=0), "fp8_tensor")
     fields = {f for f, _ in tune.candidates("route_direct", "fp8_tensor")}
-    assert {"pdl", "gate_up", "down", "down_tiles", "fp16_products"} == fields
+    assert {"pdl", "gate_up", "down", "down_tiles", "fp16_products", "gate_up_stages", "down_stages"} == fields
     assert "fp16_products" not in {f for f, _ in tune.candidates("route_direct", "bf16")}
     half = tune.apply(gemv, "fp16_products", True)
     assert half.fp16_products and policy.legal("route_direct", half, "fp8_tensor")

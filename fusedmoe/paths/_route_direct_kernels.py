@@ -1,9 +1,10 @@
 """Triton kernels of the route-direct path (decode): no plan, no sort.
 
 At decode the layer is a stream of weight bytes; what limits a GEMV kernel is how many bytes
-each SM keeps in flight (plain loads are not software-pipelined), so both GEMV kernels issue
-one wide tile per step: BLOCK_K spans much of K (the launcher compiles them with num_stages
-1, whatever the tile says).
+each SM keeps in flight, so both GEMV kernels issue one wide tile per step (BLOCK_K spans much
+of K), and with STAGES > 1 their K loop is software-pipelined: each step's tiles are copied to
+shared memory (cp.async) STAGES - 1 steps ahead, in flight without holding registers.  Only
+that loop is pipelined (``tl.range``); the kernels compile with num_stages 1.
 
 gate/up: one program per (route, tile of BLOCK_N rows of I, K split), routes fastest in the
 grid order so that routes sharing an expert stream each tile once from HBM and then from L2.  The route's expert is
@@ -142,12 +143,12 @@ def route_gate_up_kernel(
         H, I, R, expert_offset, num_local, TOPK, stride_x, stride_we, stride_wn, stride_wse, stride_wsn,
         W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr,
         BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr = False,
-        FP16_PRODUCTS: tl.constexpr = False):
+        FP16_PRODUCTS: tl.constexpr = False, STAGES: tl.constexpr = 1):
     """SPLIT_K == 1: act[r, n] = act(G_e x_t + b_g)[n] * (U_e x_t + b_u)[n]; else act[s, r, :] =
     partial [G_e x_t, U_e x_t] over the s-th K range (the bias in split 0).  e = ids[r] -
     expert_offset, t = r // TOPK; bias b [E, 2I] if HAS_BIAS.  FP16_PRODUCTS (FP8 weights):
     the products in packed fp16 (``_chunk_dots_fp16``).  W_SCALE 3: FP4 rows of H/2 bytes,
-    one exponent per 32 columns (ws [E, 2I, H/32])."""
+    one exponent per 32 columns (ws [E, 2I, H/32]).  STAGES: the K loop's pipeline depth."""
     r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi = _gate_up_program(R, I, H, SPLIT_K, BLOCK_N, BLOCK_K, PDL)
     gid = tl.load(ids_ptr + r)
     if not is_held(gid, expert_offset, num_local):
@@ -160,7 +161,7 @@ def route_gate_up_kernel(
     x_base = x_ptr + tok * stride_x
     acc = tl.zeros([2 * BLOCK_N], dtype=tl.float32)
     s_base = ws_ptr + e * stride_wse + (w_rows if W_SCALE == 3 else s_rows)[:, None] * stride_wsn
-    for k0 in range(k_lo, k_hi, BLOCK_K):
+    for k0 in tl.range(k_lo, k_hi, BLOCK_K, num_stages=STAGES):
         kk = k0 + offs_k
         k_ok = kk < k_hi
         v = tl.load(x_base + kk, mask=k_ok, other=0.0)
@@ -421,11 +422,13 @@ def route_down_kernel(
         H, I, R, expert_offset, num_local, stride_we, stride_wn, stride_wse, stride_wsn, stride_s, stride_o,
         TOPK: tl.constexpr, W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, HAS_SHARED: tl.constexpr,
         ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-        PDL: tl.constexpr = False, TILES: tl.constexpr = 1, FP16_PRODUCTS: tl.constexpr = False):
+        PDL: tl.constexpr = False, TILES: tl.constexpr = 1, FP16_PRODUCTS: tl.constexpr = False,
+        STAGES: tl.constexpr = 1):
     """out[t, n] = sum_j w[t,j] * (W2_e act_r + b_e)[n] (+ shared[t, n]), r = t*TOPK + j, over held
     routes; bias b [E, H] if HAS_BIAS.  A program computes TILES consecutive tiles of BLOCK_N
     rows of H for its token, one K step after another (its routes read once).  With PDL its
-    first weight tile is loaded before the wait for gate/up."""
+    first weight tile is loaded before the wait for gate/up.  STAGES: the step loop's pipeline
+    depth."""
     KP: tl.constexpr = triton.next_power_of_2(TOPK)
     pid = tl.program_id(0)
     t = pid % (R // TOPK)  # token-fastest, as in gate/up: shared experts' tiles meet in L2
@@ -446,7 +449,7 @@ def route_down_kernel(
                               stride_o, KP, W_SCALE, SPLIT_K, ACTIVATION, HAS_BIAS, HAS_SHARED, BLOCK_N, BLOCK_K, TILES,
                               FP16_PRODUCTS)
         first = 1
-    for it in range(first, TILES * steps):
+    for it in tl.range(first, TILES * steps, num_stages=STAGES):
         w = _down_weights(w_ptr, ws_ptr, e, held, t0, it, steps, offs_n, offs_k, H, I, stride_we, stride_wn,
                           stride_wse, stride_wsn, W_SCALE, BLOCK_N, BLOCK_K)
         acc = _down_tile_step(act_ptr, w, acc, it, steps, t0, r, held, e, t, offs_n, offs_k, offs_g, ws_ptr,

@@ -35,7 +35,8 @@ def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torc
                      out: torch.Tensor, shared_output: torch.Tensor | None, expert_offset: int,
                      config: RouteDirectConfig, activation: str = "silu") -> torch.Tensor:
     """Run the route-direct path into ``out`` [M, H] (inputs and config validated: ``policy.legal``).
-    The GEMV kernels compile with num_stages 1 whatever their tile says (``policy.Tile``).
+    The GEMV kernels compile with num_stages 1 and pipeline their K loop alone, to the tile's
+    num_stages (``policy.Tile``).
     ``config.pdl`` takes effect on sm_90+ CUDA devices only (elsewhere the same two launches
     run in plain stream order: ``_pdl_launch``)."""
     m, k = topk_ids.shape
@@ -47,7 +48,7 @@ def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torc
     act = torch.empty((r * inter) if split == 1 else (split * r * 2 * inter), dtype=torch.float32, device=x.device)
     ws, se, sn, mode = scale_args(weights, weights.w13_scale, x)
     gate_up = route_gate_up_mma_kernel if gu.swap_ab else route_gate_up_kernel
-    gemv_gate_up = {} if gu.swap_ab else dict(FP16_PRODUCTS=config.fp16_products)
+    gemv_gate_up = {} if gu.swap_ab else dict(FP16_PRODUCTS=config.fp16_products, STAGES=gu.num_stages)
     gate_up[(r * cdiv(inter, gu.block_n) * split,)](
         x, weights.w13, ws, optional_ptr(weights.w13_bias, x), topk_ids, act, hidden, inter, r, expert_offset,
         e_local, k, x.stride(0), weights.w13.stride(0), weights.w13.stride(1), se, sn,
@@ -56,7 +57,8 @@ def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torc
         num_warps=gu.num_warps, num_stages=gu.num_stages if gu.swap_ab else 1, **gemv_gate_up, **pdl)
     ws, se, sn, mode = scale_args(weights, weights.w2_scale, x)
     down = route_down_mma_kernel if dn.swap_ab else route_down_kernel
-    gemv_down = {} if dn.swap_ab else dict(TILES=config.down_tiles, FP16_PRODUCTS=config.fp16_products)
+    gemv_down = {} if dn.swap_ab else dict(TILES=config.down_tiles, FP16_PRODUCTS=config.fp16_products,
+                                           STAGES=dn.num_stages)
     down[(m * cdiv(cdiv(hidden, dn.block_n), config.down_tiles),)](
         act, weights.w2, ws, optional_ptr(weights.w2_bias, x), topk_ids, topk_weights,
         optional_ptr(shared_output, out), out,
