@@ -192,9 +192,10 @@ def descend(start, moves: list[tuple[str, object]], fmt: str, path: str, time_us
 
 # The descent's best replaces the start only if it stays faster when the two are timed again,
 # alternately, CONFIRM_ROUNDS times each (medians), by more than CONFIRM_MIN_GAIN.  On the H200
-# one config's single timings varied by 5-10% within a case: 15 entries whose descent had found
-# 2.6-10.5% less time ran at 1.014x the old entries' time in the bench (geomean), whose figures
-# repeat within 1% (eighteenth session, ``benchmarks/results/H200/2026-12-02-s18/stages_tune/``).
+# one config's single timings varied by 5-10% within a case: entries whose descent had found
+# 3.2-10.5% less time ran at 1.014x the old entries' time in the bench (geomean of 14), whose
+# figures repeat within 1%; with the confirmation 25 of 27 moves were rejected, and the 2 kept
+# held in the bench (eighteenth session, ``benchmarks/results/H200/2026-12-02-s18/``).
 CONFIRM_ROUNDS = 3
 CONFIRM_MIN_GAIN = 0.02
 
