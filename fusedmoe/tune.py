@@ -200,15 +200,16 @@ CONFIRM_ROUNDS = 3
 CONFIRM_MIN_GAIN = 0.02
 
 
-def confirm(start, best, time_us: Callable[[object], float], rounds: int = CONFIRM_ROUNDS,
-            min_gain: float = CONFIRM_MIN_GAIN,
+def confirm(start, best, t_best: float, t_start: float, time_us: Callable[[object], float],
+            rounds: int = CONFIRM_ROUNDS, min_gain: float = CONFIRM_MIN_GAIN,
             record: Callable[[object, float], None] | None = None) -> tuple[object, float, float]:
-    """(kept config, its median time, the start's median time): ``start`` and ``best`` timed
-    alternately ``rounds`` times each (``record(config, us)`` sees each timing); ``best`` is kept
-    only if its median is below the start's by more than ``min_gain`` (a fraction).  With
-    ``best == start`` nothing is timed and the times are None."""
+    """``descend``'s (best, t_best, t_start) confirmed: (kept config, its median time, the
+    start's median time), ``start`` and ``best`` timed alternately ``rounds`` times each
+    (``record(config, us)`` sees each timing); ``best`` is kept only if its median is below the
+    start's by more than ``min_gain`` (a fraction).  With ``best == start`` nothing is timed and
+    the descent's times are returned."""
     if best == start:
-        return start, None, None
+        return start, t_best, t_start
     t_start, t_best = [], []
     for _ in range(rounds):
         for cfg, times in ((start, t_start), (best, t_best)):
@@ -431,9 +432,8 @@ def run(shapes, formats, tokens, paths, budget_s: float, out_dir: Path, force: b
 
             best, t_best, t_start = descend(start, _moves(path, fmt, fields), fmt, path, timer, deadline, record,
                                             sweeps, promote_rule(path, m, fmt))
-            if best != start:
-                best, t_best, t_start = confirm(start, best, timer, record=lambda cfg, us, record=record: record(
-                    cfg, us, None, phase="confirm"))
+            best, t_best, t_start = confirm(start, best, t_best, t_start, timer,
+                                            record=lambda cfg, us, record=record: record(cfg, us, None, phase="confirm"))
             key = (shape.num_local_experts, shape.top_k, shape.hidden_size, shape.intermediate_size, fmt, m)
             doc["entries"] = updated_entries(doc["entries"], key, path, best, t_best, t_start)
             table_file.parent.mkdir(parents=True, exist_ok=True)

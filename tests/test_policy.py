@@ -185,12 +185,12 @@ def test_confirm_keeps_a_best_only_if_it_stays_faster():
         return lambda cfg: order.append(cfg) or next(runs[cfg])
 
     same = timer(([10.0, 10.4, 9.9], [10.1, 8.0, 9.95]))  # best's one fast timing is noise
-    assert tune.confirm(start, best, same) == (start, 10.0, 10.0)
+    assert tune.confirm(start, best, 8.0, 10.0, same) == (start, 10.0, 10.0)
     assert order == [start, best] * 3  # alternately
     faster = timer(([10.0, 10.4, 9.9], [9.5, 9.6, 12.0]))
-    assert tune.confirm(start, best, faster) == (best, 9.6, 10.0)
-    assert tune.confirm(start, best, timer(([10.0] * 3, [9.85] * 3)))[0] == start  # 1.5%: within the margin
-    assert tune.confirm(start, start, timer(([], []))) == (start, None, None)  # nothing to confirm, nothing timed
+    assert tune.confirm(start, best, 9.5, 10.0, faster) == (best, 9.6, 10.0)
+    assert tune.confirm(start, best, 9.85, 10.0, timer(([10.0] * 3, [9.85] * 3)))[0] == start  # 1.5%: within the margin
+    assert tune.confirm(start, start, 10.0, 10.0, timer(([], []))) == (start, 10.0, 10.0)  # nothing timed
 
 
 def test_fp8_promotion_interval_is_legal_up_to_the_k_step():
