@@ -1,3 +1,6 @@
+"""New / old graph time of each auto decode case from whole bench runs (results.json) named
+old* and new* under DIR, means per arm, geomeans per format and M, and each arm's run-to-run
+ratio.    python ab.py DIR old1 old2 new1 new2"""
 import json, math, statistics as st, sys
 base = sys.argv[1]
 def load(d):

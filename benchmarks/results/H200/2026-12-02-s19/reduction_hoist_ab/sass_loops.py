@@ -1,3 +1,7 @@
+"""SASS of the route-direct GEMV kernels of the tree at TREE, compiled for sm_90 on the CPU
+(scripts/compile_check.py's compile and facts): per tile, the instructions in each loop body
+(from a backward branch to its target), registers, spills and the kernel's total.
+    env -u TRITON_INTERPRET python sass_loops.py TREE"""
 import sys, re, json
 root = sys.argv[1]
 sys.path.insert(0, root); sys.path.insert(0, root + "/scripts")

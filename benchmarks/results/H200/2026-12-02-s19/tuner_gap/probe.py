@@ -1,7 +1,7 @@
 """Why the tuner's timer read Hunyuan TP8 fp8_block M=2 at 19.4-20.4 us where the bench reads
 13.7-14.2 (eighteenth session): the tuner's timer (tune._case_timer) on each case's table
-entry, three times, in a fresh process, then after a heavy case, and the same after the
-timer's weights are built the bench's way.  Prints JSON.
+entry, three times each, in a fresh process, and Hunyuan again after a heavy (Mixtral) case.
+Prints each case's times, then all of them as JSON.
     python probe.py"""
 import json
 
