@@ -12,7 +12,14 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from ._runtime import interpreting
+
 FP8_MAX = 448.0
+# The interpreter's fp32 -> e4m3 cast mis-rounds (``round_to_e4m3_grid``): there the kernels
+# round to the grid first.  Compiled for sm_90 the cast is one cvt.rn.satfinite.e4m3x2.f32 per
+# two values (to nearest, ties to even, from the exact quotient), the same rounding in about a
+# twentieth of the instructions.
+_INTERPRETING = tl.constexpr(interpreting())
 
 
 @triton.jit
@@ -21,9 +28,11 @@ def round_to_e4m3_grid(v):
 
     Exact integer and power-of-two arithmetic, the same definition as
     fusedmoe.quant.round_to_e4m3: the later cast to e4m3 then has nothing to round, so the
-    kernels equal the torch definition bit for bit on any backend.  (Triton 3.6's interpreter
-    mis-rounds casts that carry into the next binade, 125.8 -> 64; and on the H200 0.11% of
-    bf16 activations landed on exact midpoints where the kernel and torch's cast disagreed.)"""
+    kernels equal the torch definition bit for bit under the interpreter, whose cast
+    mis-rounds values that carry into the next binade (125.8 -> 64, Triton 3.6).  Compiled
+    kernels leave the rounding to the cast (``to_e4m3``).  (Where 0.11% of bf16 activations
+    once quantised differently on the H200, the quotient was the approximate ``/``, one ulp
+    off exact midpoints; it is ``tl.div_rn`` now.)"""
     a = tl.abs(v)
     binade = tl.maximum((a.to(tl.int32, bitcast=True) >> 23) - 127, -6)  # floor(log2 a); -6: subnormals
     step = ((binade - 3 + 127) << 23).to(tl.float32, bitcast=True)      # 2^(binade-3), the grid step
@@ -61,9 +70,12 @@ def glu(gate, up, ACTIVATION: tl.constexpr):
 
 @triton.jit
 def to_e4m3(v, scale):
-    """v [R, G] / scale [R], clamped to +-448 and rounded to e4m3."""
-    q = tl.div_rn(v, scale[:, None])
-    return round_to_e4m3_grid(tl.minimum(tl.maximum(q, -448.0), 448.0)).to(tl.float8e4nv)
+    """v [R, G] / scale [R] (IEEE quotient), clamped to +-448 and rounded to e4m3 (nearest, ties
+    to even)."""
+    q = tl.minimum(tl.maximum(tl.div_rn(v, scale[:, None]), -448.0), 448.0)
+    if _INTERPRETING:
+        q = round_to_e4m3_grid(q)
+    return q.to(tl.float8e4nv)
 
 
 @triton.jit

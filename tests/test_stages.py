@@ -37,7 +37,7 @@ def test_fp8_block_scales_are_per_half_of_w13(device):
 
 
 # ragged, one group, partial, > 2 groups, a row longer than one load of the whole-row kernel
-@pytest.mark.parametrize("shape", [(5, 300), (1, 128), (7, 17), (6, 1100), (2, 4200)])
+@pytest.mark.parametrize("shape", [(5, 300), (1, 128), (7, 17), (6, 1100), (2, 4200), (70, 300)])
 @pytest.mark.parametrize("whole_rows", [False, True])  # per 128 columns (fp8_block's x), per row (fp8_tensor's)
 def test_quantize_rows_matches_torch(shape, whole_rows, device):
     a = torch.randn(shape, device=device) * 3
