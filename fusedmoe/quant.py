@@ -128,6 +128,22 @@ def quantize_rows_grouped(a: torch.Tensor, group: int = GROUP) -> tuple[torch.Te
     return q, scale
 
 
+def e4m3_flip_steps(a: torch.Tensor, group: int = GROUP, rel: float = 2.0 ** -11) -> torch.Tensor:
+    """[T, K] float64: for each element of a [T, K] whose scaled value (a over its group's scale,
+    as ``quantize_rows_grouped`` takes it) lies within ``rel`` of a midpoint between two
+    neighbouring e4m3 values, relative to its magnitude, the distance between those two
+    dequantised; 0 elsewhere.  A value that far from the float64 one may round the other way."""
+    k = a.shape[1]
+    _, scale = quantize_rows_grouped(a, group)
+    scale = scale.to(torch.float64).repeat_interleave(group, dim=1)[:, :k]
+    v = a.to(torch.float32).to(torch.float64).abs() / scale
+    binade = torch.floor(torch.log2(v.clamp(min=2.0 ** -9))).clamp(min=-6)  # e4m3 subnormals below 2^-6
+    step = torch.exp2(binade - 3)
+    t = v / step
+    near = ((t - torch.floor(t) - 0.5).abs() * step <= rel * v) & (v < FP8_MAX) & (v > 0)
+    return torch.where(near, step * scale, torch.zeros_like(v))
+
+
 def dequantize_rows_grouped(q: torch.Tensor, scale: torch.Tensor, group: int = GROUP,
                             dtype: torch.dtype = torch.float64) -> torch.Tensor:
     """Inverse of :func:`quantize_rows_grouped`: [T, K] e4m3 + [T, G] scales -> [T, K] ``dtype``."""

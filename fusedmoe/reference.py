@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import torch
 
+from . import quant
 from .quant import fake_quantize_rows_grouped, x_group
 from .weights import ExpertWeights
 
@@ -46,32 +47,57 @@ def glu(gate_up: torch.Tensor, activation: str = "silu") -> torch.Tensor:
     raise ValueError(f"activation: expected one of ['silu', 'gelu_tanh', 'swiglu_oai'], got {activation!r}")
 
 
-def expert_outputs(x: torch.Tensor, weights: ExpertWeights, topk_ids: torch.Tensor, *,
-                   expert_offset: int = 0, quantize_activations: bool = False,
-                   activation: str = "silu") -> torch.Tensor:
-    """Per-route expert output y [M, k, H] float64 (zeros for routes not held), before weighting.
-    Global ids [expert_offset, expert_offset + E) are held, E = weights.num_experts."""
-    m, k = topk_ids.shape
-    h = weights.hidden_size
+def _expert_acts(x: torch.Tensor, weights: ExpertWeights, topk_ids: torch.Tensor, expert_offset: int,
+                 quantize_activations: bool, activation: str):
+    """Per held local expert e: (route indices [n] into the flattened [M*k] routes, SwiGLU output
+    [n, I] float64 before any quantisation, W2_e [H, I] float64)."""
     local = held_routes(topk_ids, expert_offset, weights.num_experts).reshape(-1)
     xs = x.to(torch.float64)
-    if quantize_activations:  # x per row (fp8_tensor) or per 128 columns; act per 128 columns
-        xs = fake_quantize_rows_grouped(x.to(torch.float32), x_group(weights.format, h))
-    y = torch.zeros(m * k, h, dtype=torch.float64, device=x.device)
-    tokens = torch.arange(m * k, device=x.device) // k
+    if quantize_activations:  # x per row (fp8_tensor) or per 128 columns
+        xs = fake_quantize_rows_grouped(x.to(torch.float32), x_group(weights.format, weights.hidden_size))
+    tokens = torch.arange(local.numel(), device=x.device) // topk_ids.shape[1]
     for e in torch.unique(local[local >= 0]).tolist():
         rows = (local == e).nonzero().squeeze(1)
         w13, w2 = weights.dequantize(slice(e, e + 1))
         gate_up = xs[tokens[rows]] @ w13[0].T
         if weights.w13_bias is not None:
             gate_up = gate_up + weights.w13_bias[e].to(torch.float64)
-        act = glu(gate_up, activation)
+        yield e, rows, glu(gate_up, activation), w2[0]
+
+
+def expert_outputs(x: torch.Tensor, weights: ExpertWeights, topk_ids: torch.Tensor, *,
+                   expert_offset: int = 0, quantize_activations: bool = False,
+                   activation: str = "silu") -> torch.Tensor:
+    """Per-route expert output y [M, k, H] float64 (zeros for routes not held), before weighting.
+    Global ids [expert_offset, expert_offset + E) are held, E = weights.num_experts.  With
+    ``quantize_activations`` x and the SwiGLU output (per row per 128 columns) are replayed in e4m3."""
+    m, k = topk_ids.shape
+    y = torch.zeros(m * k, weights.hidden_size, dtype=torch.float64, device=x.device)
+    for e, rows, act, w2 in _expert_acts(x, weights, topk_ids, expert_offset, quantize_activations, activation):
         if quantize_activations:
             act = fake_quantize_rows_grouped(act.to(torch.float32))
-        y[rows] = act @ w2[0].T
+        y[rows] = act @ w2.T
         if weights.w2_bias is not None:
             y[rows] += weights.w2_bias[e].to(torch.float64)
-    return y.view(m, k, h)
+    return y.view(m, k, weights.hidden_size)
+
+
+def requantisation_slack(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Tensor,
+                         topk_ids: torch.Tensor, *, expert_offset: int = 0, num_local_experts: int | None = None,
+                         activation: str = "silu", rel: float = 2.0 ** -9) -> torch.Tensor:
+    """[M] float64: per token, the largest move one requantisation flip makes to
+    ``moe_reference(quantize_activations=True)``: over the token's routes and the SwiGLU
+    output elements within ``rel`` of an e4m3 rounding midpoint (``quant.e4m3_flip_steps``),
+    the max of |w| * step * the norm of W2's column.  A kernel whose sums differ from the
+    float64 ones by ~2e-4 (the H200's FP8 MMA) rounds a few such elements the other way; a flip
+    moves its element by 1/16 to 1/8 of its value, much of a token where one element dominates
+    it.  Experts as ``moe_reference`` holds them."""
+    weights = weights.local_window(expert_offset, num_local_experts)
+    m, k = topk_ids.shape
+    per_route = torch.zeros(m * k, dtype=torch.float64, device=x.device)
+    for _, rows, act, w2 in _expert_acts(x, weights, topk_ids, expert_offset, True, activation):
+        per_route[rows] = (quant.e4m3_flip_steps(act, rel=rel) * w2.norm(dim=0)).amax(dim=1)
+    return (per_route.view(m, k) * topk_weights.to(torch.float64).abs()).amax(dim=1)
 
 
 def combine(y: torch.Tensor, topk_weights: torch.Tensor, shared_output: torch.Tensor | None = None) -> torch.Tensor:

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from fusedmoe import policy
 from fusedmoe.api import PATHS, fused_moe, path_quantizes_activations
-from fusedmoe.reference import cosine, moe_reference, rel_l2
+from fusedmoe.reference import cosine, moe_reference, rel_l2, requantisation_slack
 from fusedmoe.weights import ExpertWeights
 
 FORMATS = (PLAIN_FORMAT, "fp8_tensor", "fp8_block", "w4a8")
@@ -72,8 +72,18 @@ def run_and_check(weights, x, tw, ids, path, *, shared=None, offset=0, n_global=
     floor = info.smallest_normal * info.eps * out.numel() ** 0.5
     ref_norm = ref.double().norm().item()
     diff = (out.double() - ref.double()).norm().item()  # a zero reference needs an output within the floor
-    assert diff <= max_rel_l2(path, weights.format) * ref_norm + 2 * floor, f"rel-L2 {err:.3e}"
-    assert cos >= MIN_COSINE or ref_norm < 1e3 * floor, f"cosine {cos:.6f}"
+    # On the GPU an FP8 requantisation of the SwiGLU output may round the other way where its
+    # value lies near an e4m3 midpoint (W8A8_GPU_MAX_REL_L2): one such flip per token is allowed
+    # besides (one of an element carrying 65% of its token moved a 17-token w4a8 layer by 1.8%,
+    # as 2e-4 of noise in the replay's own sums did; 2026-12-02, twentieth session)
+    slack = 0.0
+    if ON_GPU and path_quantizes_activations(path, weights.format):
+        slack = requantisation_slack(x, weights, tw, ids, expert_offset=offset).norm().item()
+    allowed = max_rel_l2(path, weights.format) * ref_norm + slack
+    assert diff <= allowed + 2 * floor, f"rel-L2 {err:.3e}"
+    # the cosine a rel-L2 within that allows (the bound itself at 1%)
+    min_cosine = min(MIN_COSINE, max(0.0, 1 - (allowed / max(ref_norm, floor)) ** 2) ** 0.5)
+    assert cos >= min_cosine or ref_norm < 1e3 * floor, f"cosine {cos:.6f}"
     return out
 
 

@@ -125,6 +125,41 @@ def test_quantisation_ties_round_to_even(device):
     assert torch.equal(on_grid[: len(mids)], mids.to(torch.float8_e4m3fn).float())  # torch's CPU cast agrees
 
 
+def test_e4m3_flip_steps_mark_midpoints_only():
+    # Scale 1 (each row's amax 448): a midpoint between two e4m3 values is ambiguous by one grid
+    # step, a grid value and a value a quarter step off are not.
+    grid = torch.arange(256, dtype=torch.uint8).view(torch.float8_e4m3fn).float()
+    grid = grid[torch.isfinite(grid) & (grid > 0)].unique()
+    mids = (grid[1:] + grid[:-1]) / 2
+    steps = (grid[1:] - grid[:-1]).double()
+    quarter = grid[:-1] + (grid[1:] - grid[:-1]) / 4
+    for values, expected in ((mids, steps), (grid[:-1], torch.zeros_like(steps)), (quarter, torch.zeros_like(steps))):
+        row = torch.cat([torch.tensor([448.0]), values[:127]])[None, :]
+        got = quant.e4m3_flip_steps(row)
+        assert torch.equal(got[0, 1:], expected[:127]) and got[0, 0] == 0
+
+
+@pytest.mark.parametrize("case", [(17, 4, 2, 136, 200, "w4a8"), (1, 4, 2, 64, 32, "fp8_block"),
+                                  (9, 6, 3, 256, 130, "fp8_block"), (12, 5, 2, 96, 72, "fp8_tensor")])
+def test_requantisation_slack_bounds_the_replays_noise(case, monkeypatch):
+    # What run_and_check allows the GPU's FP8 paths (1% and one flip per token) holds the
+    # quantised replay itself when its gate/up sums move by the H200 MMA's ~2e-4 (relative).
+    m, e, k, h, i, fmt = case
+    w13 = torch.randn(e, 2 * i, h) * 0.05 * (0.5 + torch.rand(e, 1, 1))
+    w = ExpertWeights.from_dense(w13, torch.randn(e, h, i) * 0.05 * (0.5 + torch.rand(e, h, 1)), fmt)
+    x = torch.randn(m, h).to(torch.bfloat16)
+    ids = torch.rand(m, e).argsort(dim=1)[:, :k].to(torch.int32)
+    tw = torch.softmax(torch.randn(m, k), dim=-1)
+    exact = ref.moe_reference(x, w, tw, ids, quantize_activations=True)
+    allowed = 1e-2 * exact.norm() + ref.requantisation_slack(x, w, tw, ids).norm()
+    glu = ref.glu
+    for _ in range(4):
+        monkeypatch.setattr(ref, "glu", lambda gu, a="silu": glu(gu * (1 + 2e-4 * torch.randn_like(gu)), a))
+        moved = ref.moe_reference(x, w, tw, ids, quantize_activations=True)
+        monkeypatch.setattr(ref, "glu", glu)
+        assert (moved - exact).norm() <= allowed
+
+
 def test_clone_is_a_full_copy(device):
     # Benchmarks rotate clones past L2: a clone carries scales and biases, in new memory.
     w = ExpertWeights.from_dense(torch.randn(2, 64, 32, device=device), torch.randn(2, 32, 32, device=device),
