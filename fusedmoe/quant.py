@@ -128,7 +128,7 @@ def quantize_rows_grouped(a: torch.Tensor, group: int = GROUP) -> tuple[torch.Te
     return q, scale
 
 
-def e4m3_flip_steps(a: torch.Tensor, group: int = GROUP, rel: float = 2.0 ** -11) -> torch.Tensor:
+def e4m3_flip_steps(a: torch.Tensor, group: int = GROUP, rel: float = 2.0 ** -9) -> torch.Tensor:
     """[T, K] float64: for each element of a [T, K] whose scaled value (a over its group's scale,
     as ``quantize_rows_grouped`` takes it) lies within ``rel`` of a midpoint between two
     neighbouring e4m3 values, relative to its magnitude, the distance between those two
