@@ -15,11 +15,12 @@ import triton.language as tl
 from ._runtime import interpreting
 
 FP8_MAX = 448.0
-# The interpreter's fp32 -> e4m3 cast mis-rounds (``round_to_e4m3_grid``): there the kernels
-# round to the grid first.  Compiled for sm_90 the cast is one cvt.rn.satfinite.e4m3x2.f32 per
-# two values (to nearest, ties to even, from the exact quotient), the same rounding in about a
-# twentieth of the instructions.
-_INTERPRETING = tl.constexpr(interpreting())
+# Whether kernels run in Triton's CPU interpreter, for the jit code of every kernel module: there
+# the fp32 -> e4m3 cast mis-rounds (``to_e4m3`` rounds to the grid first; compiled for sm_90 the
+# cast is one cvt.rn.satfinite.e4m3x2.f32 per two values, to nearest, ties to even, the same
+# rounding in about a twentieth of the instructions), griddepcontrol cannot run, and inline PTX
+# has no interpreter form.
+INTERPRETING = tl.constexpr(interpreting())
 
 
 @triton.jit
@@ -73,7 +74,7 @@ def to_e4m3(v, scale):
     """v [R, G] / scale [R] (IEEE quotient), clamped to +-448 and rounded to e4m3 (nearest, ties
     to even)."""
     q = tl.minimum(tl.maximum(tl.div_rn(v, scale[:, None]), -448.0), 448.0)
-    if _INTERPRETING:
+    if INTERPRETING:
         q = round_to_e4m3_grid(q)
     return q.to(tl.float8e4nv)
 

@@ -31,13 +31,19 @@ def _safe_scale(amax: torch.Tensor) -> torch.Tensor:
     return torch.where(amax > 0, amax / torch.full_like(amax, FP8_MAX), torch.ones_like(amax))
 
 
+def e4m3_step(v: torch.Tensor) -> torch.Tensor:
+    """The spacing of the e4m3 values around each v (|v| <= 448), in v's dtype: 2^(e-3) in
+    v's binade [2^e, 2^(e+1)), 2^-9 among the subnormals."""
+    _, exp = torch.frexp(v)  # v = m * 2^exp, 0.5 <= |m| < 1
+    return torch.ldexp(torch.ones_like(v), (exp - 4).clamp(min=-9))
+
+
 def round_to_e4m3(v: torch.Tensor) -> torch.Tensor:
     """float32 v, |v| <= 448 -> the nearest e4m3 value (ties to even), still float32.
 
-    Exact: the step of v's binade (2^(e-3), subnormals 2^-9) is a power of two, so v / step
-    is exact and torch.round (half to even) picks the neighbour."""
-    _, exp = torch.frexp(v)  # v = m * 2^exp, 0.5 <= |m| < 1
-    step = torch.ldexp(torch.ones_like(v), (exp - 4).clamp(min=-9))
+    Exact: the step of v's binade (``e4m3_step``) is a power of two, so v / step is exact and
+    torch.round (half to even) picks the neighbour."""
+    step = e4m3_step(v)
     return torch.round(v / step) * step
 
 
@@ -137,8 +143,7 @@ def e4m3_flip_steps(a: torch.Tensor, group: int = GROUP, rel: float = 2.0 ** -9)
     _, scale = quantize_rows_grouped(a, group)
     scale = scale.to(torch.float64).repeat_interleave(group, dim=1)[:, :k]
     v = a.to(torch.float32).to(torch.float64).abs() / scale
-    binade = torch.floor(torch.log2(v.clamp(min=2.0 ** -9))).clamp(min=-6)  # e4m3 subnormals below 2^-6
-    step = torch.exp2(binade - 3)
+    step = e4m3_step(v)
     t = v / step
     near = ((t - torch.floor(t) - 0.5).abs() * step <= rel * v) & (v < FP8_MAX) & (v > 0)
     return torch.where(near, step * scale, torch.zeros_like(v))

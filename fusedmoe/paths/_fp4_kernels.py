@@ -21,10 +21,9 @@ import triton
 import triton.language as tl
 
 from .. import quant
-from .._runtime import interpreting
+from .._epilogue_kernels import INTERPRETING
 
 FP4_GROUP = tl.constexpr(quant.FP4_GROUP)
-_INTERPRETING = tl.constexpr(interpreting())
 
 # $4: 4 bytes, 8 codes (element 2j in the low nibble of byte j) -> $0 $1: the low nibbles' 4
 # values as fp16 (elements 0, 2, 4, 6), $2 $3: the high nibbles' (1, 3, 5, 7), each code * 2^-6.
@@ -63,7 +62,7 @@ def _e2m1_times_2_pow_m6(code):
 def fp4_halves(packed):
     """packed [..., C] uint8 -> (lo, hi) fp16 [..., C]: the codes of elements 2j (low nibbles)
     and 2j + 1 (high nibbles), each worth its value * 2^-6 (exact)."""
-    if _INTERPRETING:
+    if INTERPRETING:
         lo = _e2m1_times_2_pow_m6(packed & 0xF)
         hi = _e2m1_times_2_pow_m6(packed >> 4)
     else:

@@ -38,25 +38,23 @@ import triton
 import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
-from .._epilogue_kernels import glu, is_held
-from .._runtime import interpreting
+from .._epilogue_kernels import INTERPRETING, glu, is_held
 from ._fp4_kernels import FP4_GROUP, fp16_groups, fp4_group_dots, fp4_route_group_dots, load_fp4_rows
 
 # The interpreter cannot run griddepcontrol: there PDL=True runs the PDL code without it.
-_INTERPRETING = tl.constexpr(interpreting())
 
 
 @triton.jit
 def _pdl_wait():
     """Wait for the previous grid in the stream (and see its writes): griddepcontrol.wait."""
-    if not _INTERPRETING:
+    if not INTERPRETING:
         gdc_wait()
 
 
 @triton.jit
 def _pdl_launch_dependents():
     """Let the next grid in the stream launch: griddepcontrol.launch_dependents."""
-    if not _INTERPRETING:
+    if not INTERPRETING:
         gdc_launch_dependents()
 
 
