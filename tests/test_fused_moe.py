@@ -381,7 +381,7 @@ def test_route_direct_pdl_equals_the_plain_launches(fmt, tensor_cores, i, device
     # session).  Replayed from a CUDA graph of three chained layers with new inputs, it is
     # bitwise its own eager launches and within an ulp of the plain ones: no race between the
     # overlapped grids.  The interpreter runs the PDL code without griddepcontrol, bitwise.
-    from fusedmoe.paths import route_direct
+    from fusedmoe._pdl import pdl_launch
 
     m, e, k, h = 3, 6, 3, 300
     weights, x, tw, ids = make_layer(m, e, k, h, i, fmt, device)
@@ -393,7 +393,7 @@ def test_route_direct_pdl_equals_the_plain_launches(fmt, tensor_cores, i, device
         tiles = (policy.Tile(8, 128, 4, 1, split_k=2), policy.Tile(16, 128, 4, 1))
     plain, pdl = policy.RouteDirectConfig(*tiles), policy.RouteDirectConfig(*tiles, pdl=True)
     assert policy.legal("route_direct", pdl, fmt)
-    assert route_direct._pdl_launch(pdl, x.device).get("PDL")  # the PDL kernel code runs here too
+    assert pdl_launch(x.device).get("PDL")  # the PDL kernel code runs here too
     want = fused_moe(x, weights, tw, ids, path="route_direct", config=plain, shared_output=shared)
     got = fused_moe(x, weights, tw, ids, path="route_direct", config=pdl, shared_output=shared)
     if not ON_GPU:  # the interpreter sums both forms alike

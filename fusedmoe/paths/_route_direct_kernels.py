@@ -36,26 +36,10 @@ from __future__ import annotations
 
 import triton
 import triton.language as tl
-from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from .._epilogue_kernels import INTERPRETING, glu, is_held
+from .._pdl import pdl_launch_dependents, pdl_wait
 from ._fp4_kernels import FP4_GROUP, fp16_groups, fp4_group_dots, fp4_route_group_dots, load_fp4_rows
-
-# The interpreter cannot run griddepcontrol: there PDL=True runs the PDL code without it.
-
-
-@triton.jit
-def _pdl_wait():
-    """Wait for the previous grid in the stream (and see its writes): griddepcontrol.wait."""
-    if not INTERPRETING:
-        gdc_wait()
-
-
-@triton.jit
-def _pdl_launch_dependents():
-    """Let the next grid in the stream launch: griddepcontrol.launch_dependents."""
-    if not INTERPRETING:
-        gdc_launch_dependents()
 
 
 @triton.jit
@@ -118,8 +102,8 @@ def _gate_up_program(R, I, H, SPLIT_K: tl.constexpr, BLOCK_N: tl.constexpr, BLOC
     the same tile at the same time (L2).  With PDL it first waits for the previous grid, then
     lets the down grid launch, before the program reads anything."""
     if PDL:
-        _pdl_wait()
-        _pdl_launch_dependents()
+        pdl_wait()
+        pdl_launch_dependents()
     pid = tl.program_id(0)
     r = pid % R
     rest = pid // R
@@ -441,7 +425,7 @@ def route_down_kernel(
     if PDL:  # the first weights are in flight while gate/up finishes
         w = _down_weights(w_ptr, ws_ptr, e, held, t0, 0, steps, offs_n, offs_k, H, I, stride_we, stride_wn,
                           stride_wse, stride_wsn, W_SCALE, BLOCK_N, BLOCK_K)
-        _pdl_wait()
+        pdl_wait()
         acc = _down_tile_step(act_ptr, w, acc, 0, steps, t0, r, held, e, t, offs_n, offs_k, offs_g, ws_ptr,
                               b_ptr, tw_ptr, shared_ptr, out_ptr, H, I, R, stride_wse, stride_wsn, stride_s,
                               stride_o, KP, W_SCALE, SPLIT_K, ACTIVATION, HAS_BIAS, HAS_SHARED, BLOCK_N, BLOCK_K, TILES,
@@ -490,7 +474,7 @@ def route_down_mma_kernel(
     r_c, held_c, _ = _token_routes(ids_ptr, t, expert_offset, num_local, TOPK, NC)  # activation rows: the N side
     offs_k = tl.arange(0, BLOCK_K)
     if PDL:
-        _pdl_wait()
+        pdl_wait()
     acc = tl.zeros([KP * BLOCK_N, NC], dtype=tl.float32)
     for k0 in range(0, I, BLOCK_K):
         kk = k0 + offs_k

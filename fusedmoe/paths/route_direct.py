@@ -10,7 +10,8 @@ import torch
 
 from ..epilogue import ACTIVATIONS
 from ..policy import RouteDirectConfig
-from .._runtime import cdiv, has_pdl, interpreting
+from .._pdl import pdl_launch
+from .._runtime import cdiv
 from ..weights import ExpertWeights
 from ._common import optional_ptr, scale_args
 from ._route_direct_kernels import (route_down_kernel, route_down_mma_kernel, route_gate_up_kernel,
@@ -20,17 +21,6 @@ KERNEL_LAUNCHES = 2  # gate/up, down + combine
 QUANTIZES_ACTIVATIONS = {"bf16": False, "fp16": False, "fp8_tensor": False, "fp8_block": False, "w4a8": False}
 
 
-def _pdl_launch(config: RouteDirectConfig, device: torch.device) -> dict:
-    """Launch arguments for ``config.pdl``: the PDL kernel code and launch attribute on sm_90+,
-    the code alone under the interpreter (which skips griddepcontrol; tests), nothing
-    elsewhere or while torch.compile traces the launch (it does not know launch_pdl)."""
-    if not config.pdl or torch.compiler.is_compiling():
-        return {}
-    if has_pdl(device):
-        return dict(PDL=True, launch_pdl=True)
-    return dict(PDL=True) if interpreting() else {}
-
-
 def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Tensor, topk_ids: torch.Tensor,
                      out: torch.Tensor, shared_output: torch.Tensor | None, expert_offset: int,
                      config: RouteDirectConfig, activation: str = "silu") -> torch.Tensor:
@@ -38,13 +28,13 @@ def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torc
     The GEMV kernels compile with num_stages 1 and pipeline their K loop alone, to the tile's
     num_stages (``policy.Tile``).
     ``config.pdl`` takes effect on sm_90+ CUDA devices only (elsewhere the same two launches
-    run in plain stream order: ``_pdl_launch``)."""
+    run in plain stream order: ``_pdl.pdl_launch``)."""
     m, k = topk_ids.shape
     r = m * k
     e_local, hidden, inter = weights.num_experts, weights.hidden_size, weights.intermediate_size
     gu, dn = config.gate_up, config.down
     split = gu.split_k
-    pdl = _pdl_launch(config, x.device)
+    pdl = pdl_launch(x.device) if config.pdl else {}
     act = torch.empty((r * inter) if split == 1 else (split * r * 2 * inter), dtype=torch.float32, device=x.device)
     ws, se, sn, mode = scale_args(weights, weights.w13_scale, x)
     gate_up = route_gate_up_mma_kernel if gu.swap_ab else route_gate_up_kernel
