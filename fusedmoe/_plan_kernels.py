@@ -11,6 +11,8 @@ Launches (all grids fixed by the shapes, no host sync):
 
 * ``_plan_single_kernel``       grid (1,)                          blocked, R <= 2048, E_local <= 2048
 * ``_plan_recount_kernel``      grid (cdiv(R, CHUNK),)             blocked, R <= 2048, E_local <= 512
+* ``_plan_tile_count_kernel``   grid (cdiv(E_local, E_TILE),)      blocked, tiled path, launch 1
+* ``_plan_tile_scatter_kernel`` grid (cdiv(E_local, E_TILE),)      blocked, tiled path, launch 2 (PDL)
 * ``_plan_count_kernel``        grid (num_chunks,)                 blocked, parallel path, step 1
 * ``_plan_chunk_scan_kernel``   grid (cdiv(E_local, EXPERTS),)     blocked, parallel path, step 2
 * ``_plan_scatter_kernel``      grid (num_chunks,)                 blocked, parallel path, step 3
@@ -21,6 +23,8 @@ from __future__ import annotations
 
 import triton
 import triton.language as tl
+
+from ._pdl import pdl_launch_dependents, pdl_wait
 
 SINGLE_MAX_ROUTES = 2048
 SINGLE_MAX_EXPERTS = 2048
@@ -178,6 +182,91 @@ def _plan_recount_kernel(
     share = tl.cdiv(num_blocks_cap - live_blocks, progs)
     _fill_minus_one(block_expert_ptr, live_blocks + c * share,
                     tl.minimum(live_blocks + (c + 1) * share, num_blocks_cap), FILL)
+
+
+@triton.jit
+def _tile_hits(ids_ptr, stride_t, stride_j, top_k, num_routes, expert_lo, num_local, E_TILE: tl.constexpr,
+               R_PAD: tl.constexpr):
+    """This program's experts e [E_TILE] (tile program_id(0)), the routes r [R_PAD] and
+    hit [E_TILE, R_PAD]: route r is held here and on local expert e."""
+    e = tl.program_id(0) * E_TILE + tl.arange(0, E_TILE)
+    r = tl.arange(0, R_PAD)
+    held, local = _load_ids(ids_ptr, r, r < num_routes, top_k, stride_t, stride_j, expert_lo, num_local)
+    return e, r, held[None, :] & (local[None, :] == e[:, None])
+
+
+@triton.jit
+def _plan_tile_count_kernel(
+    ids_ptr, stride_t, stride_j, top_k, num_routes, expert_lo, num_local, counts_ptr,
+    E_TILE: tl.constexpr, R_PAD: tl.constexpr, LAUNCH_DEPENDENTS: tl.constexpr,
+):
+    """Tiled path, launch 1 (R <= R_PAD <= 2048), program p = local experts [p*E_TILE, (p+1)*E_TILE):
+    counts[e] = held routes on e, by comparing every route with the tile's experts.  Launched in
+    plain stream order; with LAUNCH_DEPENDENTS it first lets launch 2 (PDL) start, whose programs
+    load the ids and rank their routes meanwhile."""
+    if LAUNCH_DEPENDENTS:
+        pdl_launch_dependents()
+    e, r, hit = _tile_hits(ids_ptr, stride_t, stride_j, top_k, num_routes, expert_lo, num_local, E_TILE, R_PAD)
+    tl.store(counts_ptr + e, tl.sum(hit.to(tl.int32), axis=1), mask=e < num_local)
+
+
+@triton.jit
+def _plan_tile_scatter_kernel(
+    ids_ptr, stride_t, stride_j, top_k, num_routes, expert_lo, num_local,
+    counts_ptr, sorted_ptr, num_padded_cap, block_expert_ptr, num_blocks_cap, num_blocks_ptr,
+    BLOCK_M: tl.constexpr, E_TILE: tl.constexpr, R_PAD: tl.constexpr, E_PAD: tl.constexpr,
+    PAD_TILE: tl.constexpr, B_TILE: tl.constexpr, FILL: tl.constexpr, PDL: tl.constexpr,
+):
+    """Tiled path, launch 2, the same expert tiles: the tile's segments of the plan.
+
+    Before waiting for launch 1 (PDL): the hits of the tile's experts and each hit's rank among
+    its expert's routes (a cumsum along the routes: ascending r).  After: blocks[e] =
+    cdiv(counts[e], BLOCK_M) over all experts (launch 1's counts), the tile's first block =
+    sum of blocks below it, bstart[e] = that + the exclusive cumsum within the tile.  Route r,
+    rank q on expert e goes to bstart[e] * BLOCK_M + q; the rest of each segment is -1 and
+    block_expert[bstart[e] ..] = e.  Every slot past the live part is -1, split evenly over the
+    programs; program 0 writes num_blocks.  Every slot is written by exactly one program.
+    """
+    p = tl.program_id(0)
+    progs = tl.num_programs(0)
+    e, r, hit = _tile_hits(ids_ptr, stride_t, stride_j, top_k, num_routes, expert_lo, num_local, E_TILE, R_PAD)
+    hits = hit.to(tl.int32)
+    rank = tl.cumsum(hits, axis=1) - 1
+    count = tl.sum(hits, axis=1)
+    if PDL:
+        pdl_wait()
+    ea = tl.arange(0, E_PAD)
+    blocks_all = (tl.load(counts_ptr + ea, mask=ea < num_local, other=0) + (BLOCK_M - 1)) // BLOCK_M
+    total = tl.sum(blocks_all, 0)
+    blocks = (count + (BLOCK_M - 1)) // BLOCK_M
+    bend = tl.sum(tl.where(ea < p * E_TILE, blocks_all, 0), 0) + tl.cumsum(blocks, 0)
+    bstart = bend - blocks
+    tl.store(num_blocks_ptr, total, mask=p == 0)
+
+    dest = bstart[:, None] * BLOCK_M + rank
+    tl.store(sorted_ptr + dest, tl.broadcast_to(r[None, :], dest.shape), mask=hit)
+    # each segment's padding: slots count .. blocks * BLOCK_M of it
+    seg_end = bstart * BLOCK_M + count
+    pad = blocks * BLOCK_M - count
+    jj = tl.arange(0, PAD_TILE)
+    for j0 in tl.static_range(0, BLOCK_M - 1, PAD_TILE):
+        j = j0 + jj
+        tl.store(sorted_ptr + seg_end[:, None] + j[None, :], -1, mask=j[None, :] < pad[:, None])
+    # block b of the tile's blocks [bstart[0], bend[-1]) is expert e0 + #{tile experts ending at or before b}
+    lo = tl.sum(tl.where(tl.arange(0, E_TILE) == 0, bstart, 0), 0)
+    hi = tl.max(bend, 0)
+    bb = tl.arange(0, B_TILE)
+    for b0 in range(lo, hi, B_TILE):
+        b = b0 + bb
+        owner = p * E_TILE + tl.sum((bend[None, :] <= b[:, None]).to(tl.int32), axis=1)
+        tl.store(block_expert_ptr + b, owner, mask=b < hi)
+
+    # the dead tails, a share per program
+    live = total * BLOCK_M
+    share = tl.cdiv(num_padded_cap - live, progs)
+    _fill_minus_one(sorted_ptr, live + p * share, tl.minimum(live + (p + 1) * share, num_padded_cap), FILL)
+    share = tl.cdiv(num_blocks_cap - total, progs)
+    _fill_minus_one(block_expert_ptr, total + p * share, tl.minimum(total + (p + 1) * share, num_blocks_cap), FILL)
 
 
 @triton.jit

@@ -213,7 +213,7 @@ def sanitize(formats=GRAPH_FORMATS) -> None:
                               shared_output=torch.randn_like(x), config=cfg)
     # every blocked plan kernel forced, over an expert window, with ids outside it and past E
     ids = torch.randint(-3, 40, (150, 5), device=DEV, generator=gen, dtype=torch.int32)
-    for path in ("single", "recount", "parallel"):
+    for path in ("single", "recount", "tiled", "parallel"):
         for block_m in (1, 16, 128):
             _build(ids, 33, block_m, path=path, expert_offset=2, num_local_experts=20)
             _build(ids.t(), 33, block_m, path=path)  # strided ids

@@ -36,27 +36,30 @@ Launches per call (``plan_launches``), blocked plans, chosen by ``_auto_blocked`
 E_local (one graph node each, the -1 fill inside, unless said otherwise):
 
 * one program (``_plan_single_kernel``: histogram, a bitonic sort of the R keys, scatter):
-  small R (to 64 routes, or 256 above 256 experts);
+  to 64 routes and 512 experts;
 * the recount launch (``_plan_recount_kernel``, cdiv(R, 32) programs that each count all R
   routes, rank their own 32 by comparison and write disjoint slots, no program waiting for
-  another; R <= 2048, E_local <= 512): while R x E_bins <= 2048 x 256;
-* three launches beyond (count per chunk of 256+ routes, scan per expert tile, sort+scatter
-  per chunk), and for more than 2048 routes or experts.
+  another; R <= 2048, E_local <= 512): to 256 experts while R x E_bins <= 2048 x 128;
+* the tiled launches (``_plan_tile_count_kernel`` then ``_plan_tile_scatter_kernel`` over tiles of
+  E_TILE experts; the second, launched with PDL, ranks its experts' routes while the first
+  counts; R, E_local <= 2048): the rest;
+* three launches (count per chunk of 256+ routes, scan per expert tile, sort+scatter per
+  chunk) for more than 2048 routes or experts.
 
-Above 512 experts auto keeps one program to 512 routes, three launches beyond.  Each blocked
-kernel can be forced (``_build(path=...)``).  No-permute: one kernel.  R == 0: no kernel, two
-zero-fills (num_blocks, expert_counts).  Plain CPU tensors without ``TRITON_INTERPRET=1``: the
-torch reference, no kernel.  Contiguous ids are passed as [R, 1] (strides and top_k 1, which
-the JIT specialises to constants), so no kernel divides route indices by top_k.
+Each blocked kernel can be forced (``_build(path=...)``).  No-permute: one kernel.  R == 0: no
+kernel, two zero-fills (num_blocks, expert_counts).  Plain CPU tensors without
+``TRITON_INTERPRET=1``: the torch reference, no kernel.  Contiguous ids are passed as [R, 1]
+(strides and top_k 1, which the JIT specialises to constants), so no kernel divides route
+indices by top_k.
 
-Measured on one H200 (CUDA graph of 50 calls, median per call; random ids, block_m 16;
-fifteenth session, 2026-12-01; the kernels' table is above ``SINGLE_AUTO_MAX_ROUTES``): auto
-takes 1.5-2.6 us up to 64 routes x 512 experts, 1.5-3.0 up to 2048 routes x 8 experts,
-1.8-3.7 x 64, 1.8-3.4 x 128, 5.9 us at 2048 x 256 and 8.0 (three launches) at 2048 x 512,
-where the fourth session's rule took 8.2 (3.0 / 3.3 / 5.3 at 8 / 64 / 512 routes x 512).
-The issue's 3 us holds to 2048 routes x 8 experts, 1024 x 128, 256 x 256 and 64 x 512, not
-beyond.  Tried and dropped before: a sort-free rank through a count table in memory (6-47 us)
-and a compare kernel with no sort for <= 64 routes (2.5-6.0 us).
+Measured on one H200 (CUDA graph of 50 calls, median per call; uniform ids, block_m 16;
+twenty-first session, 2026-12-03; the kernels' table is above ``SINGLE_AUTO_MAX_ROUTES``): auto
+takes 1.4-2.9 us up to 2048 routes x 8 experts, 1.7-3.6 x 64, 1.8-3.4 x 128, 1.8-4.4 x 256,
+2.5-5.7 x 512, 2.9-8.0 x 1024 and 3.2-15.0 x 2048 experts.  The issue's 3 us holds to 2048
+routes x 8 experts, 1024 x 64 and x 128, 256 x 256, 64 x 512 and 8 x 1024, not beyond (5.7 us
+at 2048 x 512, where the fifteenth session's rule took 8.0).  Tried and dropped before: a
+sort-free rank through a count table in memory (6-47 us) and a compare kernel with no sort for
+<= 64 routes (2.5-6.0 us).
 """
 
 from __future__ import annotations
@@ -65,6 +68,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ._pdl import pdl_launch
 from ._runtime import interpreting, runs_triton
 from ._validate import ID_DTYPES, check_int, check_tensor
 
@@ -87,38 +91,50 @@ PAR_E_TILE = 2048
 SCAN_TILE = 4096
 SCAN_MAX_CHUNKS = 256
 FILL = 1024
-# "auto" for blocked plans (``_auto_blocked``), from the fifteenth session's graph-timed runs on
-# the H200 (python -m fusedmoe.bench.plan, contiguous ids, block_m 16; us; best warps of the one
-# program in brackets; benchmarks/results/H200/2026-12-01-s15/plan*):
-#   E_local  routes:   8          64         256        512        1024       2048
-#   64       single    1.52 (4)   1.60 (1)   2.29 (4)   3.04 (4)
-#            recount              1.85       1.95       2.08       2.51       3.53
-#            parallel                                   4.95       4.98       5.71
-#   256      single    1.87 (2)   2.08 (1)   3.16 (2)   3.83 (4)
-#            recount              2.51       2.81       3.11       3.89       5.83
-#            parallel                                   6.11       6.78       7.03
-#   512      single    2.54 (2)   2.57 (2)   3.74 (2)   5.20 (4)
-#            recount              3.83       4.13       4.66       6.27       9.11
-#            parallel                                   7.59       7.64       7.96
-# The one program's sort grows with R (26 us at 2048 routes, fourth session) and each recount
-# program counts all R routes with tl.histogram, whose cost grows with R x bins (and with the
-# warps: its cross-warp merge adds each warp's bins with bank-conflicted shared-memory atomics,
-# so 8 and 16 warps ran slower than 4 at every shape).  Hence: one program of 2 warps up to
-# SINGLE_AUTO_MAX_ROUTES routes (and to SINGLE_AUTO_MAX_ROUTES_MANY with more than
-# RECOUNT_FEW_EXPERTS experts), the recount launch while R x E_bins <= RECOUNT_MAX_WORK, three
-# launches beyond.  Above 512 experts the recount kernel is not offered (at 2048 experts it took
-# 16-54 us for 8-2048 routes, call 1 of that session) and auto keeps the fourth session's rule
-# (not re-timed): one program to AUTO_SINGLE_MAX_ROUTES routes, three launches beyond.
+# "auto" for blocked plans (``_auto_blocked``), from the twenty-first session's graph-timed runs on
+# the H200 (python -m fusedmoe.bench.plan, uniform ids, block_m 16; us; the tiled path at its best
+# expert tile, in brackets; benchmarks/results/H200/2026-12-03-s21/plan*):
+#   E_local  routes:  8          64         256        512        1024       2048
+#   64       single   1.69       1.91       2.49       3.04       5.33      15.31
+#            recount  1.68       2.05       2.16       2.28       2.51       3.64
+#            tiled    2.24 (1)   2.64 (1)   2.93 (1)   3.37 (1)   3.38 (1)   3.84 (1)
+#   256      single   1.99       2.31       3.11       3.82       6.26      16.23
+#            recount  2.29       2.52       2.84       3.11       3.88       5.86
+#            tiled    2.48 (1)   2.84 (1)   3.28 (1)   3.64 (1)   3.77 (1)   4.36 (1)
+#   512      single   2.93       3.17       4.02       5.19       8.80      19.49
+#            recount  3.53       3.85       4.15       4.68       6.29       9.14
+#            tiled    2.53 (2)   2.91 (2)   3.45 (4)   3.66 (2)   4.45 (2)   5.63 (2)
+#   1024     tiled    2.85 (4)   3.30 (4)   3.66 (4)   4.17 (4)   5.70 (4)   8.02 (4)
+#   2048     single  10.62      11.06      12.30      13.65      25.58      38.63
+#            tiled    3.17 (16)  3.45 (8)   4.41 (8)   5.43 (8)   8.23 (8)  13.77 (8)
+# (single: its default warps; auto's 2 warps took 2.58 / 2.60 us at 8 / 64 routes x 512.
+# The three launches: 3.7-5.3 us at 8 experts, 4.9-7.1 at 256, 5.7-8.0 at 512, 14-16.6 at 2048.)
+# The one program's sort grows with R; each recount program counts all R routes with
+# tl.histogram, whose cost grows with R x bins; each tiled program compares the R routes with
+# its E_TILE experts and ranks them by a cumsum over R, so its time grows with E_TILE x R_PAD, and
+# every program loads all E_local counts (at 2048 experts one expert per program took 7-19 us).
+# Hence: one program of 2 warps up to SINGLE_AUTO_MAX_ROUTES routes and SINGLE_AUTO_MAX_EXPERTS
+# experts; then, to RECOUNT_FEW_EXPERTS
+# experts, the recount launch while R x E_bins <= RECOUNT_MAX_WORK; the tiled launches beyond
+# (tiles of E_bins / TILED_PROGRAMS experts, which was the best tile or within 6% of it at 384,
+# 512, 1024 and 2048 experts, but at 384 x 2048, 13%); three launches for more than 2048 routes or
+# experts.  Tiled programs of 2 and 8 warps ran no faster than 4.  TILED_MAX_WORK keeps the
+# scatter program from spilling (E_TILE 8 x 2048 routes did, 255 registers; it took 13.77 us at
+# 2048 x 2048 against 14.94 for the 4 x 2048 tile auto takes).
 SINGLE_AUTO_MAX_ROUTES = 64
-SINGLE_AUTO_MAX_ROUTES_MANY = 256
+SINGLE_AUTO_MAX_EXPERTS = 512
 SINGLE_AUTO_WARPS = 2
 RECOUNT_FEW_EXPERTS = 256
 RECOUNT_MAX_EXPERTS = 512
-RECOUNT_MAX_WORK = 2048 * 256
+RECOUNT_MAX_WORK = 2048 * 128
 RECOUNT_CHUNK = 32
 RECOUNT_WARPS = 4
 INTERPRETER_RECOUNT_CHUNK = 256
-AUTO_SINGLE_MAX_ROUTES = 512
+TILED_MAX_ROUTES = 2048
+TILED_MAX_EXPERTS = 2048
+TILED_PROGRAMS = 256
+TILED_MAX_WORK = 8192
+TILED_WARPS = 4
 PAR_MIN_CHUNK = 256
 PAR_MAX_CHUNK = 2048
 
@@ -164,12 +180,12 @@ def max_blocks(num_routes: int, num_local_experts: int, block_m: int) -> int:
 
 
 def plan_launches(num_routes: int, num_local_experts: int, *, no_permute: bool = False) -> int:
-    """Kernel launches of ``build_plan`` on a Triton device (0, 1 or 3)."""
+    """Kernel launches of ``build_plan`` on a Triton device (0, 1, 2 or 3)."""
     if num_routes == 0:
         return 0
-    if no_permute or _auto_blocked(num_routes, num_local_experts)[0] != "parallel":
+    if no_permute:
         return 1
-    return 3
+    return {"parallel": 3, "tiled": 2}.get(_auto_blocked(num_routes, num_local_experts)[0], 1)
 
 
 def _single_program(num_routes: int, num_local_experts: int) -> bool:
@@ -177,6 +193,17 @@ def _single_program(num_routes: int, num_local_experts: int) -> bool:
     from ._plan_kernels import SINGLE_MAX_EXPERTS, SINGLE_MAX_ROUTES
 
     return num_routes <= SINGLE_MAX_ROUTES and num_local_experts <= SINGLE_MAX_EXPERTS
+
+
+def _tiled(num_routes: int, num_local_experts: int) -> bool:
+    """Whether the tiled path's kernels can build this plan."""
+    return num_routes <= TILED_MAX_ROUTES and num_local_experts <= TILED_MAX_EXPERTS
+
+
+def _tile_experts(num_routes: int, num_local_experts: int) -> int:
+    """Experts per program of the tiled path (a power of two): E_bins / TILED_PROGRAMS, at least
+    1, at most TILED_MAX_WORK // R_PAD (the [E_TILE, R_PAD] hit tests a program holds)."""
+    return max(1, min(_width(num_local_experts) // TILED_PROGRAMS, TILED_MAX_WORK // _width(num_routes)))
 
 
 def _width(n: int) -> int:
@@ -188,18 +215,15 @@ def _width(n: int) -> int:
 
 
 def _auto_blocked(num_routes: int, num_local_experts: int) -> tuple[str, int | None]:
-    """The kernel path ("single" | "recount" | "parallel") and warps (None: the path's own rule)
-    "auto" takes for a blocked plan (the measurements are above SINGLE_AUTO_MAX_ROUTES)."""
-    if not _single_program(num_routes, num_local_experts):
+    """The kernel path ("single" | "recount" | "tiled" | "parallel") and warps (None: the path's
+    own rule) "auto" takes for a blocked plan (the measurements are above SINGLE_AUTO_MAX_ROUTES)."""
+    if not _tiled(num_routes, num_local_experts):
         return "parallel", None
-    if num_local_experts > RECOUNT_MAX_EXPERTS:
-        return ("single" if num_routes <= AUTO_SINGLE_MAX_ROUTES else "parallel"), None
-    many = num_local_experts > RECOUNT_FEW_EXPERTS
-    if num_routes <= (SINGLE_AUTO_MAX_ROUTES_MANY if many else SINGLE_AUTO_MAX_ROUTES):
+    if num_routes <= SINGLE_AUTO_MAX_ROUTES and num_local_experts <= SINGLE_AUTO_MAX_EXPERTS:
         return "single", SINGLE_AUTO_WARPS
-    if num_routes * _width(num_local_experts) <= RECOUNT_MAX_WORK:
+    if num_local_experts <= RECOUNT_FEW_EXPERTS and num_routes * _width(num_local_experts) <= RECOUNT_MAX_WORK:
         return "recount", None
-    return "parallel", None
+    return "tiled", None
 
 
 def _auto_chunk(num_routes: int) -> int:
@@ -213,12 +237,15 @@ def _auto_chunk(num_routes: int) -> int:
 def _check_forced_path(path: str, num_routes: int, num_local_experts: int) -> None:
     """Raise ValueError naming ``path`` when it is unknown or its kernel cannot take the plan."""
     from ._plan_kernels import SINGLE_MAX_ROUTES
-    if path not in ("auto", "single", "recount", "parallel"):
-        raise ValueError(f"path: expected 'auto', 'single', 'recount' or 'parallel', got {path!r}")
+    if path not in ("auto", "single", "recount", "tiled", "parallel"):
+        raise ValueError(f"path: expected 'auto', 'single', 'recount', 'tiled' or 'parallel', got {path!r}")
     if path == "single" and not _single_program(num_routes, num_local_experts):
         raise ValueError(f"path: 'single' needs R <= 2048 and E_local <= 2048, got {num_routes}, {num_local_experts}")
     if path == "recount" and not (num_routes <= SINGLE_MAX_ROUTES and num_local_experts <= RECOUNT_MAX_EXPERTS):
         raise ValueError(f"path: 'recount' needs R <= {SINGLE_MAX_ROUTES} and E_local <= {RECOUNT_MAX_EXPERTS}, "
+                         f"got {num_routes}, {num_local_experts}")
+    if path == "tiled" and not _tiled(num_routes, num_local_experts):
+        raise ValueError(f"path: 'tiled' needs R <= {TILED_MAX_ROUTES} and E_local <= {TILED_MAX_EXPERTS}, "
                          f"got {num_routes}, {num_local_experts}")
 
 
@@ -283,13 +310,13 @@ def build_plan(
 
 def _build(
     topk_ids, num_experts, block_m, *, expert_offset=0, num_local_experts=None, no_permute=False,
-    path="auto", chunk=None, e_tile=PAR_E_TILE, warps=None,
+    path="auto", chunk=None, e_tile=None, warps=None,
 ) -> RoutePlan:
-    """build_plan with the blocked path forceable ("single" | "recount" | "parallel") and its
+    """build_plan with the blocked path forceable ("single" | "recount" | "tiled" | "parallel") and its
     tiles settable, for tests and benchmarks: ``chunk`` (a power of two) is the routes per
     program of "recount" (None: _recount_chunk) and "parallel" (None: _auto_chunk), ``e_tile``
-    the parallel path's expert tile, ``warps`` the warps of a "single" or "recount" program
-    (None: their rules)."""
+    the expert tile of "parallel" (None: PAR_E_TILE) and of "tiled" (None: _tile_experts), ``warps`` the
+    warps of a "single", "recount" or "tiled" program (None: their rules)."""
     num_routes, num_local, padded, blocks = _check_args(
         topk_ids, num_experts, block_m, expert_offset, num_local_experts, no_permute
     )
@@ -327,7 +354,12 @@ def _build(
         if path == "auto":
             path, auto_warps = _auto_blocked(num_routes, num_local)
             warps = warps or auto_warps
-        if path == "recount":
+        if path == "tiled":
+            if e_tile:  # forced: a power of two, no wider than the experts, at most TILED_MAX_WORK hit tests
+                e_tile = max(1, min(K.next_pow2(e_tile), _width(num_local), TILED_MAX_WORK // _width(num_routes)))
+            _launch_tiled(K, common, num_routes, block_m, padded, blocks, sorted_routes, block_expert,
+                          num_blocks, counts, e_tile or _tile_experts(num_routes, num_local), warps or TILED_WARPS)
+        elif path == "recount":
             _launch_recount(K, common, num_routes, num_local, block_m, padded, blocks, sorted_routes,
                             block_expert, num_blocks, counts, chunk or _recount_chunk(), warps or RECOUNT_WARPS)
         elif path == "single":
@@ -340,7 +372,7 @@ def _build(
             )
         else:  # "parallel"
             _launch_parallel(K, common, num_routes, num_local, block_m, padded, blocks, sorted_routes,
-                             block_expert, num_blocks, counts, chunk or _auto_chunk(num_routes), e_tile)
+                             block_expert, num_blocks, counts, chunk or _auto_chunk(num_routes), e_tile or PAR_E_TILE)
     return RoutePlan(block_m, num_local, sorted_routes, block_expert, num_blocks, counts, no_permute)
 
 
@@ -361,6 +393,22 @@ def _launch_recount(K, common, num_routes, num_local, block_m, padded, blocks, s
         BLOCK_M=block_m, R_PAD=r_pad, CHUNK=chunk,
         E_BINS=_width(num_local), PAD_TILE=min(block_m, 64), FILL=FILL, num_warps=num_warps,
     )
+
+
+def _launch_tiled(K, common, num_routes, block_m, padded, blocks, sorted_routes, block_expert,
+                  num_blocks, counts, e_tile, num_warps):
+    """Two launches over tiles of ``e_tile`` experts (a power of two): counts, then (PDL: it
+    loads the ids and ranks its routes while the counts run) the tiles' segments."""
+    num_local = counts.numel()
+    grid = (-(-num_local // e_tile),)
+    r_pad = _width(num_routes)
+    pdl = pdl_launch(sorted_routes.device)
+    K._plan_tile_count_kernel[grid](*common, counts, E_TILE=e_tile, R_PAD=r_pad, LAUNCH_DEPENDENTS=bool(pdl),
+                                    num_warps=num_warps)
+    K._plan_tile_scatter_kernel[grid](
+        *common, counts, sorted_routes, padded, block_expert, blocks, num_blocks,
+        BLOCK_M=block_m, E_TILE=e_tile, R_PAD=r_pad, E_PAD=_width(num_local), PAD_TILE=min(block_m, 64),
+        B_TILE=64, FILL=FILL, num_warps=num_warps, **pdl)
 
 
 def _launch_parallel(K, common, num_routes, num_local, block_m, padded, blocks,

@@ -25,7 +25,8 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 from fusedmoe._epilogue_kernels import _combine_kernel, _quantize_rows_kernel, _quantize_whole_rows_kernel, _swiglu_kernel
-from fusedmoe._plan_kernels import _plan_recount_kernel, _plan_single_kernel
+from fusedmoe._plan_kernels import (_plan_recount_kernel, _plan_single_kernel, _plan_tile_count_kernel,
+                                    _plan_tile_scatter_kernel)
 from fusedmoe.paths._grouped_kernels import gather_plan_rows_kernel, grouped_down_kernel, grouped_gate_up_kernel
 from fusedmoe.paths._grouped_gluon_kernels import K_STEP, tile_layout
 from fusedmoe.paths._route_direct_kernels import (route_down_kernel, route_down_mma_kernel, route_gate_up_kernel,
@@ -213,6 +214,12 @@ CASES = [
         ids_ptr="*i32", sorted_ptr="*i32", block_expert_ptr="*i32", num_blocks_ptr="*i32", counts_ptr="*i32"),
        dict(BLOCK_M=16, R_PAD=2048, CHUNK=chunk, E_BINS=e, PAD_TILE=16, FILL=1024), warps, False)
       for e, chunk, warps in ((512, 32, 4), (256, 32, 4), (512, 128, 4))],  # auto's; the widest chunk tested
+    *[(f"plan tiled count R{r} E_TILE{et}", _plan_tile_count_kernel, dict(ids_ptr="*i32", counts_ptr="*i32"),
+       dict(E_TILE=et, R_PAD=r, LAUNCH_DEPENDENTS=True), 4, False) for r, et in ((2048, 2), (2048, 4), (1024, 8), (64, 1))],
+    *[(f"plan tiled scatter R{r} E_TILE{et} E{e} block_m {bm}", _plan_tile_scatter_kernel, dict(
+        ids_ptr="*i32", counts_ptr="*i32", sorted_ptr="*i32", block_expert_ptr="*i32", num_blocks_ptr="*i32"),
+       dict(BLOCK_M=bm, E_TILE=et, R_PAD=r, E_PAD=e, PAD_TILE=min(bm, 64), B_TILE=64, FILL=1024, PDL=True), 4, False)
+      for r, et, e, bm in ((2048, 2, 512, 16), (2048, 1, 256, 16), (16, 8, 2048, 16), (2048, 4, 2048, 128), (1024, 8, 2048, 128))],
     ("plan one program R256 E512 2 warps (auto's)", _plan_single_kernel, dict(ids_ptr="*i32", sorted_ptr="*i32",
      block_expert_ptr="*i32", num_blocks_ptr="*i32", counts_ptr="*i32", off_ptr="*i32"),
      dict(BLOCK_M=16, R_PAD=256, LOG_R=8, E_BINS=512, FILL=1024), 2, False),
@@ -258,8 +265,9 @@ def sass_facts(cubin: bytes) -> dict:
         res = subprocess.run([str(CUOBJDUMP), "-res-usage", f.name], capture_output=True, text=True).stdout
     regs = re.search(r"REG:(\d+)", res)
     local = re.search(r"LOCAL:(\d+)", res)
-    # griddepcontrol.wait / .launch_dependents (PDL) compile to ACQBULK / PREEXIT; a kernel
-    # must wait for its predecessor before it lets its dependents launch
+    # griddepcontrol.wait / .launch_dependents (PDL) compile to ACQBULK / PREEXIT; a kernel that
+    # waits for its predecessor must wait before it lets its dependents launch (one launched in
+    # plain stream order, as the tiled plan's count kernel, may let them launch at its start)
     wait_at, launch_at = sass.find("ACQBULK"), sass.find("PREEXIT")
     waits = re.findall(r"WARPGROUP\.DEPBAR\.LE gsb0, (0x[0-9a-f]+)", sass)  # wgmma waits, by depth allowed
     return dict(hgmma=sass.count("HGMMA"), qgmma=sass.count("QGMMA"), registers=int(regs.group(1)) if regs else None,
@@ -328,7 +336,8 @@ def main() -> int:
 
     rows = [check(name, lambda: sass_facts(compile_case(kernel, ptrs, constexprs, warps).asm["cubin"]),
                   lambda f: ((needs_wgmma and f["hgmma"] + f["qgmma"] == 0) or f["spill_ops"] > 0
-                             or (constexprs.get("PDL", False) and f["pdl_wait"] == 0) or not f["pdl_wait_first"]
+                             or (constexprs.get("PDL", False) and f["pdl_wait"] == 0)
+                             or (f["pdl_wait"] > 0 and not f["pdl_wait_first"])
                              or (constexprs.get("STAGES", 1) > 1 and f["cp_async"] == 0)))
             for name, kernel, ptrs, constexprs, warps, needs_wgmma in CASES]
 

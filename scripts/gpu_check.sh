@@ -15,8 +15,9 @@
 #   promote   grouped FP8 with MMA sums promoted every 32 / 64 / 128 columns or never (PROMOTE_VARIANTS, _SHAPES,
 #             _FORMATS, _TOKENS): time and rel-L2
 #   plan      route-plan time over routes x experts (target <= 3 us up to 2048 x 512)
-#   planpar   each blocked plan kernel forced: one program, three launches (512..65536 routes), and the
-#             recount launch at chunk x warps RECOUNT_VARIANTS (default 32x4 64x4 64x8 128x8 128x16)
+#   planpar   each blocked plan kernel forced: one program, three launches (512..65536 routes), the tiled
+#             launches at expert tiles TILED_TILES (default 1 2 4 8), and the recount launch at chunk x warps
+#             RECOUNT_VARIANTS (default 32x4 64x4 64x8 128x8 128x16)
 #   decode    fusedmoe bench, M 1..16, auto and both paths forced
 #   grouped   fusedmoe bench, M 32..8192 (GROUPED_TOKENS, GROUPED_FORMATS), auto, grouped and torch_grouped_mm
 #   heldout   fusedmoe bench of benchmarks/heldout/*.json (no tables: the heuristics and the dispatch on shapes
@@ -66,6 +67,10 @@ for step in $steps; do
     planpar)  run plan_single python -m fusedmoe.bench.plan --routes 8,64,512,768,1024,2048 --experts 64,512 --path single
               run plan_parallel python -m fusedmoe.bench.plan --routes 512,768,1024,2048,16384,65536 --experts 64,512 \
                 --path parallel
+              for et in ${TILED_TILES:-1 2 4 8}; do
+                run "plan_tiled_t$et" python -m fusedmoe.bench.plan --routes 8,64,256,512,1024,2048 \
+                  --experts 64,256,512,1024,2048 --path tiled --e-tile "$et" --out "$out/plan_tiled_t$et"
+              done
               for cw in ${RECOUNT_VARIANTS:-32x4 64x4 64x8 128x8 128x16}; do
                 run "plan_recount_$cw" python -m fusedmoe.bench.plan --routes 8,64,512,1024,2048 \
                   --experts 64,256,512 --path recount --chunk "${cw%x*}" --warps "${cw#*x}" --out "$out/plan_recount_$cw"

@@ -135,12 +135,13 @@ def test_sizes_are_reached():
 def test_plan_launches():
     # documented launch counts per path
     assert plan_launches(0, 4) == 0
-    assert plan_launches(512, 2048) == 1  # above 512 experts: one program to 512 routes
-    assert plan_launches(513, 2048) == 3
-    assert plan_launches(2048, 256) == 1  # the recount launch: 2048 x 256 is its largest work
-    assert plan_launches(1024, 512) == 1
-    assert plan_launches(2048, 512) == 3  # three launches beat the recount there (H200)
-    assert plan_launches(2049, 4) == 3  # beyond any one-launch kernel
+    assert plan_launches(64, 512) == 1  # one program to 64 routes and 512 experts
+    assert plan_launches(64, 2048) == 2  # above 512 experts: the tiled launches
+    assert plan_launches(2048, 128) == 1  # the recount launch: 2048 x 128 is its largest work
+    assert plan_launches(1024, 256) == 1
+    assert plan_launches(2048, 256) == 2  # the tiled launches beat the recount there (H200)
+    assert plan_launches(512, 512) == 2
+    assert plan_launches(2049, 4) == 3  # beyond the one- and two-launch kernels
     assert plan_launches(16, 2049) == 3
     assert plan_launches(100_000, 4, no_permute=True) == 1
 
@@ -148,18 +149,26 @@ def test_plan_launches():
 @pytest.mark.parametrize(
     "r, e, path, warps",
     [
-        (64, 512, "single", 2),  # small R: one program of 2 warps
+        (64, 512, "single", 2),  # small R: one program of 2 warps, up to 512 experts
+        (64, 513, "tiled", None),  # above 512 experts the tiled launches from the first route
         (65, 256, "recount", None),  # past 64 routes the recount launch, up to 256 experts
-        (256, 257, "single", 2),  # above 256 experts one program runs to 256 routes
-        (257, 512, "recount", None),
-        (1024, 300, "recount", None),  # 300 experts count as 512 histogram bins: 1024 x 512 fits
-        (1025, 300, "parallel", None),
+        (65, 257, "tiled", None),  # and the tiled launches above
+        (1024, 200, "recount", None),  # 200 experts count as 256 histogram bins: 1024 x 256 fits
+        (1025, 200, "tiled", None),
         (2048, 8, "recount", None),  # few experts: the recount launch to 2048 routes
-        (100, 1024, "single", None),  # above 512 experts the fourth session's rule
+        (2048, 2048, "tiled", None),
+        (2049, 8, "parallel", None),  # beyond 2048 routes or experts, three launches
+        (8, 2049, "parallel", None),
     ],
 )
 def test_auto_blocked_rule(r, e, path, warps):
     assert plan_mod._auto_blocked(r, e) == (path, warps)
+
+
+def test_tile_experts_rule():
+    # E_bins / 256 experts per program, at least one, at most 8192 hit tests per program
+    got = [plan_mod._tile_experts(r, e) for r, e in ((8, 8), (2048, 512), (8, 513), (8, 2048), (2048, 2048))]
+    assert got == [1, 2, 4, 8, 4]
 
 
 def test_parallel_chunk_rule():
@@ -167,12 +176,13 @@ def test_parallel_chunk_rule():
     assert [plan_mod._auto_chunk(r) for r in (1, 256, 65536, 65537, 262144, 10**7)] == [256, 256, 256, 512, 1024, 2048]
 
 
-@pytest.mark.parametrize("path", ["single", "recount", "parallel"])
+@pytest.mark.parametrize("path", ["single", "recount", "tiled", "parallel"])
 def test_forced_paths_equal_the_reference(path):
-    # the same ids (512, 520 and 768 routes over 300 experts) through each forced kernel
+    # the same ids (512, 520 and 768 routes over 300 experts) through each forced kernel (the
+    # tiled one in 8-expert tiles: its auto tile, 2, runs 150 programs, slow in the interpreter)
     for m in (64, 65, 96):
         ids = _ids(m, 8, 300, drop=0.05)
-        _check(ids, 300, 16, path=path)
+        _check(ids, 300, 16, path=path, e_tile=8 if path == "tiled" else None)
 
 
 def test_forced_chunks_cannot_overflow_int32():
@@ -194,6 +204,10 @@ def test_forced_path_errors():
         plan_mod._build(ids, 4, 16, path="recount")  # 2049 routes
     with pytest.raises(ValueError, match="path: 'recount' needs"):
         plan_mod._build(ids[:4], 513, 16, path="recount")  # 513 experts
+    with pytest.raises(ValueError, match="path: 'tiled' needs"):
+        plan_mod._build(ids, 4, 16, path="tiled")  # 2049 routes
+    with pytest.raises(ValueError, match="path: 'tiled' needs"):
+        plan_mod._build(ids[:4], 2049, 16, path="tiled")  # 2049 experts
 
 
 # ---------------------------------------------------------------------------------------------
@@ -219,6 +233,7 @@ def test_block_m_and_dtype(block_m, dtype):
     ids = _ids(37, 4, 33, dtype=dtype)
     _check(ids, 33, block_m)
     _check(ids, 33, block_m, path="recount", chunk=16)
+    _check(ids, 33, block_m, path="tiled", e_tile=4)
     _check(ids, 33, block_m, path="parallel", chunk=32, e_tile=16)
     _check(ids, 33, block_m, no_permute=True)
 
@@ -272,7 +287,7 @@ def test_parallel_scan_many_chunks(monkeypatch):
 # routing patterns
 
 
-@pytest.mark.parametrize("path", ["single", "recount", "parallel"])
+@pytest.mark.parametrize("path", ["single", "recount", "tiled", "parallel"])
 @pytest.mark.parametrize("expert", [0, 32])
 def test_skewed_all_on_one_expert(path, expert):
     # every route on one expert (first or last): one long segment, every other count 0
@@ -281,7 +296,7 @@ def test_skewed_all_on_one_expert(path, expert):
     assert int(p.num_blocks.item()) == 7
 
 
-@pytest.mark.parametrize("path", ["single", "recount", "parallel"])
+@pytest.mark.parametrize("path", ["single", "recount", "tiled", "parallel"])
 def test_all_dropped(path):
     # every id is -1: no held route, num_blocks 0, buffers all -1
     ids = torch.full((9, 4), -1, dtype=torch.int64, device=_dev())
@@ -290,7 +305,7 @@ def test_all_dropped(path):
     _check(ids, 8, 16, no_permute=True)
 
 
-@pytest.mark.parametrize("path", ["single", "recount", "parallel", "no_permute"])
+@pytest.mark.parametrize("path", ["single", "recount", "tiled", "parallel", "no_permute"])
 @pytest.mark.parametrize(
     "e, offset, local",
     [
@@ -310,7 +325,7 @@ def test_expert_parallel_window(path, e, offset, local):
     assert p.expert_counts.numel() == (e - offset if local is None else local)
 
 
-@pytest.mark.parametrize("path", ["single", "recount", "parallel", "no_permute"])
+@pytest.mark.parametrize("path", ["single", "recount", "tiled", "parallel", "no_permute"])
 def test_out_of_range_ids_are_masked(path):
     # ids outside [-1, E) break the contract but must only be "not held", never an illegal access
     ids = _ids(20, 4, 16, dtype=torch.int64)
@@ -321,7 +336,7 @@ def test_out_of_range_ids_are_masked(path):
     assert int(p.expert_counts.sum()) == int(((ids >= 0) & (ids < 16)).sum())
 
 
-@pytest.mark.parametrize("path", ["single", "recount", "parallel", "no_permute"])
+@pytest.mark.parametrize("path", ["single", "recount", "tiled", "parallel", "no_permute"])
 def test_non_contiguous_ids(path):
     # ids read through their strides: a transposed view and a column-strided slice
     base = _ids(8, 12, 40)
@@ -358,12 +373,12 @@ class _LaunchCounter:
     "m, k, e, path, launches",
     [
         (8, 8, 512, "auto", 1),  # R = 64: one program
-        (128, 8, 512, "auto", 1),  # R = 1024 x 512 experts: the recount launch
-        (129, 8, 512, "auto", 3),  # R = 1032: parallel
+        (64, 8, 256, "auto", 1),  # R = 512 x 256 experts: the recount launch
+        (65, 8, 512, "auto", 2),  # R = 520 x 512 experts: tiled
         (256, 8, 64, "single", 1),  # R = 2048: the one program's largest plan (forced)
         (256, 8, 64, "recount", 1),  # and the recount launch's (forced)
         (2049, 1, 64, "auto", 3),  # R = 2049: parallel
-        (2, 8, 2048, "auto", 1),  # E = 2048: one program, 2048 histogram bins
+        (2, 8, 2048, "auto", 2),  # E = 2048: tiled, 8 experts per program
         (2, 8, 2049, "auto", 3),  # E = 2049: parallel
     ],
 )
@@ -409,7 +424,7 @@ def test_parallel_256k():
 # buffers are written in full: poisoned allocations must not leak into the result
 
 
-@pytest.mark.parametrize("path", ["single", "recount", "parallel", "no_permute"])
+@pytest.mark.parametrize("path", ["single", "recount", "tiled", "parallel", "no_permute"])
 def test_poisoned_buffers(monkeypatch, path):
     real_empty = plan_mod._empty
 
@@ -498,7 +513,7 @@ def test_bad_size_arguments():
     local_frac=st.none() | st.floats(0, 1),
     drop=st.sampled_from([0.0, 0.1, 0.5, 1.0]),
     int64=st.booleans(),
-    mode=st.sampled_from(["single", "recount", "parallel", "no_permute"]),
+    mode=st.sampled_from(["single", "recount", "tiled", "parallel", "no_permute"]),
     log_chunk=st.integers(4, 6),
     seed=st.integers(0, 2**31 - 1),
 )
