@@ -60,6 +60,13 @@ def _other_gate_width(path: str, base: policy.GroupedConfig) -> tuple[str, polic
             dataclasses.replace(base, gate_up=dataclasses.replace(base.gate_up, block_n=width, num_warps=warps)))
 
 
+def _tail_variant(path: str, base: policy.GroupedConfig) -> tuple[str, policy.GroupedConfig]:
+    """The grouped variant with blocks of 64 routes whose last block of an expert, at most 32
+    routes, runs a swapped 32-row tile (``GroupedConfig.tail_m``), from the heuristic's tiles."""
+    unswapped = {f: dataclasses.replace(getattr(base, f), swap_ab=False) for f in ("gate_up", "down")}
+    return f"{path}_tail32", dataclasses.replace(base, block_m=64, tail_m=32, **unswapped)
+
+
 # The Gluon grouped variant runs from here: its sums are promoted every 128 columns, within the
 # accuracy bound from M=512 (policy.GROUPED_PROMOTE_128_MIN_TOKENS); graphs (bitwise replay)
 # run it at M=300 too.
@@ -75,11 +82,13 @@ def variants(path: str, m: int, shape, fmt: str) -> list[tuple[str, object]]:
     FP8 also K steps of 64, the MMA sums promoted every 32 columns (the most accurate interval)
     and every 64 where the rule (policy.grouped_promote_k) picks 128, and the other gate/up
     width (64 columns with the SwiGLU output requantised by a launch of its own, or 128 fused),
-    and for fp8_tensor from GLUON_MIN_TOKENS the Gluon kernels; the grouped variants change the
+    for every format tail tiles (``_tail_variant``), and for fp8_tensor from GLUON_MIN_TOKENS the Gluon kernels; the grouped variants change the
     heuristic's tiles, not a table entry's."""
     if path != "route_direct":
         if fmt not in A8_FORMATS:
-            return [(path, None)]
+            base = policy.grouped_config(m, shape.top_k, shape.num_local_experts, shape.hidden_size,
+                                         shape.intermediate_size, fmt)
+            return [(path, None), _tail_variant(path, base)]
         # FP8 x FP8 MMA sums in reduced precision until each K step's partial is rescaled in
         # fp32: K steps of 64 instead of 128 halve that run (accuracy vs cost, issue 2).
         base = policy.grouped_config(m, shape.top_k, shape.num_local_experts, shape.hidden_size,
@@ -88,7 +97,7 @@ def variants(path: str, m: int, shape, fmt: str) -> list[tuple[str, object]]:
                                   down=dataclasses.replace(base.down, block_k=64),
                                   fp8_promote_k=min(base.fp8_promote_k, 64))
         runs = [(path, None), (path + "_k64", k64), (path + "_promote32", dataclasses.replace(base, fp8_promote_k=32)),
-                _other_gate_width(path, base)]
+                _other_gate_width(path, base), _tail_variant(path, base)]
         if base.fp8_promote_k > 64:
             runs.append((path + "_promote64", dataclasses.replace(base, fp8_promote_k=64)))
         if fmt == "fp8_tensor" and m >= GLUON_MIN_TOKENS:  # it promotes every 128 (the rule's from M=512)

@@ -61,7 +61,11 @@ class GroupedConfig:
     (``grouped.uses_gluon``), the Triton kernels run ``gluon_fallback``.  A tuner move; the
     heuristic never takes it.  On the H200 the one-warpgroup set (BLOCK_M 64) ran 1.03-1.10x
     the Triton tables' time on the PEERS shapes (tenth session); with the warp-specialised set
-    (128, twelfth) 11 fp8_tensor entries at M >= 512 run Gluon, 7 of them that set."""
+    (128, twelfth) 11 fp8_tensor entries at M >= 512 run Gluon, 7 of them that set.
+    tail_m (0, or 16 / 32 / 64 below block_m; the Triton kernels): a block holding at most
+    tail_m routes (an expert's last block) runs a tile of tail_m rows, so its MMA is not padded
+    to block_m rows.  At BLOCK_M 128 with 128 routes per expert on average (Mixtral M=512) the
+    padded rows are 46% of the routed ones, 23% with tail tiles of 64.  A tuner move."""
 
     block_m: int
     gate_up: Tile
@@ -69,6 +73,7 @@ class GroupedConfig:
     group_m: int = 1
     fp8_promote_k: int = 32
     gluon: bool = False
+    tail_m: int = 0
 
 
 @dataclass(frozen=True)
@@ -189,6 +194,36 @@ def fit_registers(cfg: GroupedConfig, fmt: str) -> GroupedConfig:
     return cfg
 
 
+# Tail tiles of the heuristic (GroupedConfig.tail_m): an expert's last block of at most 32 routes
+# runs a swapped 32-row tile, where BLOCK_M >= 64 and that is expected to save at least
+# TAIL_MIN_SAVING of the MMA rows (``tail_saving``).  Measured on the H200 (twenty-second session,
+# tuner descents over the PEERS shapes at M 128..2048, single CUDA-graph timings): tails won
+# 3-9% where about half the experts end on a short block (Mixtral TP2 M=512 and Qwen3-30B M=2048
+# at 128 rows per expert and BLOCK_M 128: bf16 557.6 -> 515.5 and 504.3 -> 473.1 us; Qwen3-30B
+# M=512, DeepSeek-V3 TP8 and GPT-OSS TP4 M=2048 at 32 or 64 rows per expert and BLOCK_M 64:
+# fp8_block 231.8 -> 224.0, 757.1 -> 738.5, 451.8 -> 438.2) and cost 1-4% where none do
+# (Hunyuan TP8 M=2048: 85 rows per expert at BLOCK_M 128, bf16 395.8 -> 402.8).  fp8_tensor
+# (its gate/up sums unscaled, one scale per row at the end) lost with a tail of 32 in 4 of 6
+# cases (Qwen3-30B M=2048 409.6 -> 422.2, GPT-OSS TP4 M=2048 384.4 -> 392.5): the heuristic gives
+# it none; its table entries take one where the tuner measured a gain.
+GROUPED_TAIL_M = 32
+TAIL_MIN_SAVING = 0.05
+
+
+def tail_saving(rows_per_expert: float, block_m: int, tail_m: int) -> float:
+    """Expected share of the MMA rows (about rows_per_expert + block_m / 2 per expert) that tail
+    tiles save: (block_m - tail_m) rows for each expert whose last block holds 1..tail_m routes,
+    for a count per expert ~ Normal(rows_per_expert, rows_per_expert) (Poisson-like routing)."""
+    sd = max(math.sqrt(rows_per_expert), 1e-9)
+
+    def below(x: float) -> float:
+        return 0.5 * (1 + math.erf((x - rows_per_expert) / (sd * math.sqrt(2))))
+
+    top = int(rows_per_expert + 6 * sd) // block_m + 1
+    share = sum(below(j * block_m + tail_m + 0.5) - below(j * block_m + 0.5) for j in range(top + 1))
+    return share * (block_m - tail_m) / (rows_per_expert + block_m / 2)
+
+
 def grouped_config(m: int, top_k: int, num_experts: int, hidden: int, inter: int, fmt: str) -> GroupedConfig:
     """Heuristic tiles of the grouped path.
 
@@ -217,12 +252,20 @@ def grouped_config(m: int, top_k: int, num_experts: int, hidden: int, inter: int
         bm = min(bm, 64)
         down = Tile(128, 128, warps, 3, swap_ab=swap)
         fused = GroupedConfig(bm, Tile(128, 128, 8, 3, swap_ab=swap), down, grouped_group_m(m * top_k, num_experts, bm),
-                              grouped_promote_k(m, Tile(128, 128), down, fmt))
+                              grouped_promote_k(m, Tile(128, 128), down, fmt), tail_m=_heuristic_tail(m * top_k, num_experts, bm, fmt))
         narrow = dataclasses.replace(fused, gate_up=Tile(64, 128, 4, 3, swap_ab=swap))
         return narrow if bm >= 32 and fit_registers(narrow, fmt) == narrow else fused
     gate_up, down = Tile(64, 64, warps, 3, swap_ab=swap), Tile(128, 64, warps, 3, swap_ab=swap)
     return GroupedConfig(bm, gate_up, down, grouped_group_m(m * top_k, num_experts, bm),
-                         grouped_promote_k(m, gate_up, down, fmt))
+                         grouped_promote_k(m, gate_up, down, fmt), tail_m=_heuristic_tail(m * top_k, num_experts, bm, fmt))
+
+
+def _heuristic_tail(num_routes: int, num_experts: int, block_m: int, fmt: str) -> int:
+    """GROUPED_TAIL_M where BLOCK_M >= 64, the format is not fp8_tensor and the tail tiles are
+    expected to save at least TAIL_MIN_SAVING of the MMA rows, else 0."""
+    rows_per_expert = num_routes / max(1, min(num_experts, num_routes))
+    wanted = block_m >= 64 and fmt != "fp8_tensor"
+    return GROUPED_TAIL_M if wanted and tail_saving(rows_per_expert, block_m, GROUPED_TAIL_M) >= TAIL_MIN_SAVING else 0
 
 
 def grouped_group_m(num_routes: int, num_experts: int, block_m: int) -> int:
@@ -386,7 +429,7 @@ def load_table(device_name: str, path: str) -> tuple[dict, ...]:
 def _from_dict(path: str, d: dict) -> GroupedConfig | RouteDirectConfig:
     if path == "grouped":
         return GroupedConfig(d["block_m"], Tile(**d["gate_up"]), Tile(**d["down"]), d.get("group_m", 1),
-                             d.get("fp8_promote_k", 32), d.get("gluon", False))
+                             d.get("fp8_promote_k", 32), d.get("gluon", False), d.get("tail_m", 0))
     return RouteDirectConfig(Tile(**d["gate_up"]), Tile(**d["down"]), d.get("pdl", False), d.get("down_tiles", 1),
                              d.get("fp16_products", False))
 
@@ -409,7 +452,10 @@ def legal(path: str, cfg: GroupedConfig | RouteDirectConfig, fmt: str) -> bool:
         # the Gluon kernels: fp8_tensor, exactly one of their tile sets (gluon_grouped_config)
         gluon_ok = not cfg.gluon or (fmt == "fp8_tensor" and cfg.block_m in GLUON_BLOCK_MS
                                      and cfg == gluon_grouped_config(cfg.group_m, cfg.block_m))
-        return (pow2 and scaled_ok and promote_ok and gluon_ok and cfg.block_m >= 16
+        # tail tiles: fewer rows than BLOCK_M, swapped below 64 (FP8: then 64 or 128 gate/up columns)
+        tail_ok = cfg.tail_m == 0 or (cfg.tail_m in (16, 32, 64) and cfg.tail_m < cfg.block_m and not cfg.gluon
+                                      and (cfg.tail_m >= 64 or fmt not in A8_FORMATS or gu.block_n in (64, 128)))
+        return (pow2 and scaled_ok and promote_ok and gluon_ok and tail_ok and cfg.block_m >= 16
                 and all(t.block_k >= 16 and t.block_n >= 16 for t in tiles)
                 and all(t.split_k == 1 for t in tiles) and cfg.group_m >= 1)
     gu, dn = cfg.gate_up, cfg.down

@@ -45,7 +45,7 @@ MAX_REL_L2 = 0.01
 
 def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
     """(field, value) moves of the coordinate descent: 'gate_up'/'down' tiles, 'block_m',
-    'group_m', route-direct 'pdl', 'down_tiles', 'gate_up_stages' / 'down_stages' (a tile's num_stages) and
+    'group_m', grouped 'tail_m', route-direct 'pdl', 'down_tiles', 'gate_up_stages' / 'down_stages' (a tile's num_stages) and
     (FP8) 'fp16_products', grouped FP8 'block_m+gate_up' (both at
     once: value (BLOCK_M, gate/up tile)), grouped fp8_tensor 'gluon' (value: the Gluon tile set's
     BLOCK_M, or False: off)."""
@@ -91,6 +91,8 @@ def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
         yield "block_m", bm
     for group in (1, 4, 16):
         yield "group_m", group
+    for tail in (0, 16, 32, 64):  # an expert's last block on a tile of fewer rows (apply drops one >= BLOCK_M)
+        yield "tail_m", tail
     # FP8 64: requantised by a launch of its own.  FP8 gate/up tiles of 32 columns (legal
     # unswapped) are not tried: in the ninth session's A/B (Mixtral, Qwen3-30B and GPT-OSS TP4
     # fp8_tensor, M = 2048 / 8192) every one, at BLOCK_M 64 and 128, was slower than the entry
@@ -120,7 +122,8 @@ def apply(cfg, field: str, value, promote_k: int | None = None):
     tiles swap A and B exactly below 64 rows, and
     promote FP8 sums at most every BLOCK_K columns: every min(promote_k, BLOCK_K) columns when
     ``promote_k`` (descent's interval: the rule's at the case's M, ``promote_rule``) is given, so
-    a move back to a longer K step restores it; a route-direct tensor-core down takes
+    a move back to a longer K step restores it; tail_m 0 at or above BLOCK_M and with the Gluon
+    kernels; a route-direct tensor-core down takes
     down_tiles 1; with both kernels tensor-core forms, fp16_products False)."""
     if field in ("gate_up_stages", "down_stages"):  # one tile's num_stages
         tile = field.removesuffix("_stages")
@@ -138,6 +141,8 @@ def apply(cfg, field: str, value, promote_k: int | None = None):
     if isinstance(cfg, policy.GroupedConfig):
         cfg = dataclasses.replace(cfg, **{f: dataclasses.replace(getattr(cfg, f), swap_ab=cfg.block_m < 64)
                                           for f in ("gate_up", "down")})
+        if cfg.tail_m >= cfg.block_m or cfg.gluon:
+            cfg = dataclasses.replace(cfg, tail_m=0)
         step = min(cfg.gate_up.block_k, cfg.down.block_k)
         if step >= 32:
             want = cfg.fp8_promote_k if promote_k is None else promote_k

@@ -114,6 +114,16 @@ CASES = [
     # timed in the ninth session): three CTAs per SM with 4 warps
     *[gate_up_narrow(fmt, 32, 128, 4, promote) for fmt, promote in (("fp8_tensor", 128), ("fp8_block", 128),
                                                                     ("fp8_block", 64))],
+    # tail tiles (GroupedConfig.tail_m): both tiles in one kernel, on wgmma, sharing one set of
+    # shared-memory buffers (the same bytes as without a tail), no more registers
+    ("grouped_gate_up bf16 M128 tail 64", grouped_gate_up_kernel, GATE_UP_BF16,
+     grouped(128, 128, 64, False, False, 0, QUANT_OUT=False, ACTIVATION=0, TAIL_M=64, GROUP_M=4), 8, True),
+    ("grouped_gate_up fp8_block M128 tail 32 (swapped)", grouped_gate_up_kernel, GATE_UP_FP8,
+     grouped(128, 64, 128, False, True, 2, QUANT_OUT=False, ACTIVATION=0, TAIL_M=32, PROMOTE_K=128), 8, True),
+    ("grouped_down bf16 M128 tail 64", grouped_down_kernel, DOWN_BF16,
+     grouped(128, 128, 64, False, False, 0, TAIL_M=64, GROUP_M=4), 8, True),
+    ("grouped_down fp8_tensor M128 tail 32 (swapped)", grouped_down_kernel, DOWN_FP8,
+     grouped(128, 128, 128, False, True, 1, TAIL_M=32, PROMOTE_K=128), 8, True),
     ("grouped_down bf16 group8", grouped_down_kernel, DOWN_BF16, grouped(64, 128, 64, False, False, 0, GROUP_M=8), 8,
      True),
     ("grouped_down bf16 swap-AB M16", grouped_down_kernel, DOWN_BF16, grouped(16, 128, 64, True, False, 0), 4, True),

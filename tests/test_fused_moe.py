@@ -466,6 +466,44 @@ def test_grouped_fp8_gate_up_tiles_of_part_of_a_group(block_m, gate_n, fmt, monk
     assert len(names) == grouped.kernel_launches(23, 2, weights, split) == grouped.kernel_launches(23, 2, weights) + 1
 
 
+@pytest.mark.parametrize("fmt", VARIANT_FORMATS)
+@pytest.mark.parametrize("block_m,tail_m", [(64, 32), (32, 16)])
+def test_grouped_tail_tiles(block_m, tail_m, fmt, device):
+    # Blocks of at most tail_m routes run a tile of tail_m rows: experts whose last block holds
+    # exactly tail_m routes, tail_m + 1, one, and a whole block (no tail), with top-2 routes.
+    counts = [block_m + tail_m, tail_m + 1, 1, block_m, tail_m - 1]
+    experts = torch.cat([torch.full((c,), j, dtype=torch.int32) for j, c in enumerate(counts)])
+    experts = experts[torch.randperm(len(experts))]
+    if len(experts) % 2:
+        experts = torch.cat([experts, torch.tensor([-1], dtype=torch.int32)])
+    weights, x, tw, _ = make_layer(len(experts) // 2, len(counts), 2, 72, 136, fmt, device)
+    ids = experts.view(-1, 2).to(device)
+    ids = torch.where(ids[:, :1] == ids[:, 1:], torch.stack([ids[:, 0], -torch.ones_like(ids[:, 0])], 1), ids)
+    ids = ids.contiguous()
+    swap = block_m < 64
+    gate_n = 128 if fmt != PLAIN_FORMAT else 32
+    base = policy.GroupedConfig(block_m, policy.Tile(gate_n, 64, 4, 2, swap_ab=swap),
+                                policy.Tile(64, 64, 4, 2, swap_ab=swap), 2)
+    tail = dataclasses.replace(base, tail_m=tail_m)
+    assert policy.legal("grouped", tail, fmt)
+    got = run_and_check(weights, x, tw, ids, "grouped", config=tail)
+    want = fused_moe(x, weights, tw, ids, path="grouped", config=base)
+    assert rel_l2(got, want) <= 1e-2  # the MMA may add in another order; the rest is the same arithmetic
+
+
+def test_grouped_tail_tiles_legal():
+    gu, dn = policy.Tile(64, 64, 4, 2), policy.Tile(64, 64, 4, 2)
+    cfg = policy.GroupedConfig(128, gu, dn, 1, 64)
+    assert all(policy.legal("grouped", dataclasses.replace(cfg, tail_m=t), "bf16") for t in (0, 16, 32, 64))
+    for bad in (8, 48, 128, 256):
+        assert not policy.legal("grouped", dataclasses.replace(cfg, tail_m=bad), "bf16")
+    assert not policy.legal("grouped", dataclasses.replace(cfg, block_m=64, tail_m=64), "bf16")
+    # FP8 tails below 64 rows are swapped: 32 gate/up columns would have no wgmma there
+    narrow = dataclasses.replace(cfg, gate_up=policy.Tile(32, 64, 4, 2))
+    assert policy.legal("grouped", dataclasses.replace(narrow, tail_m=64), "fp8_tensor")
+    assert not policy.legal("grouped", dataclasses.replace(narrow, tail_m=32), "fp8_tensor")
+
+
 def _windowed_ids(ids, e, gen_device):
     """ids of a rank holding experts 1..e of e + 3: the held ones shifted into the window, and
     about a tenth replaced by any global id (some outside the window)."""
@@ -647,6 +685,9 @@ def test_fuzz_against_reference(m, e, k, h, i, fmt, path, offset, data, device):
         promote = min(promote, gate_up.block_k, down.block_k) if promote else 0
         config = policy.GroupedConfig(block_m, gate_up, down, data.draw(st.sampled_from([1, 2, 4])), promote)
         assert policy.legal("grouped", config, fmt), config
+        tails = [c for c in (dataclasses.replace(config, tail_m=t) for t in (16, 32, 64)) if policy.legal("grouped", c, fmt)]
+        if tails and data.draw(st.booleans()):  # an expert's last block on a tile of fewer rows
+            config = data.draw(st.sampled_from(tails))
     run_and_check(weights, x, tw, ids, path, shared=shared, offset=offset, n_global=n_global, config=config)
 
 

@@ -541,3 +541,22 @@ def test_descent_reaches_gluon_from_a_start_clamped_by_its_k_step():
                               promote_k=tune.promote_rule("grouped", 2048, "fp8_tensor"))
     assert best == policy.gluon_grouped_config(8)
     assert tune.descend(start, moves, "fp8_tensor", "grouped", fake, float("inf"))[0] == start
+
+
+def test_heuristic_tail_tiles_where_last_blocks_are_short():
+    # 128 rows per expert at BLOCK_M 128: about half the experts end on a block of 1..32 routes
+    assert policy.grouped_config(512, 2, 8, 4096, 7168, "bf16").tail_m == policy.GROUPED_TAIL_M
+    assert policy.grouped_config(512, 2, 8, 4096, 7168, "fp8_block").tail_m == policy.GROUPED_TAIL_M
+    # 85 rows per expert at BLOCK_M 128 (Hunyuan TP8 M=2048): no expert ends on a short block
+    assert policy.grouped_config(2048, 8, 192, 4096, 192, "bf16").tail_m == 0
+    # 2048 rows per expert: the tails would save about 1% of the MMA rows
+    assert policy.grouped_config(8192, 2, 8, 4096, 7168, "bf16").tail_m == 0
+    # fp8_tensor takes none; BLOCK_M below 64 none
+    assert policy.grouped_config(512, 2, 8, 4096, 7168, "fp8_tensor").tail_m == 0
+    assert policy.grouped_config(128, 2, 8, 4096, 7168, "bf16").block_m < 64
+    assert policy.grouped_config(128, 2, 8, 4096, 7168, "bf16").tail_m == 0
+    assert policy.tail_saving(85, 128, 32) < 1e-6 < policy.tail_saving(128, 128, 32)
+    for m in (1, 7, 64, 300, 4096, 65536):
+        for e in (8, 128, 256):
+            for fmt in ("bf16", "fp8_block", "fp8_tensor", "w4a8"):
+                assert policy.legal("grouped", policy.grouped_config(m, 8, e, 2048, 768, fmt), fmt)

@@ -2,7 +2,9 @@
 
 Both GEMMs run one program per (live block of BLOCK_M routes of one expert, tile of N); rows
 are read through the plan (``sorted_routes``), never gathered into a copy.  Programs past
-``num_blocks`` (the grid is sized by an upper bound) exit at once.
+``num_blocks`` (the grid is sized by an upper bound) exit at once.  With TAIL_M > 0 a block
+holding at most TAIL_M routes (an expert's last block) runs a TAIL_M-row tile instead, in the
+same launch (``GroupedConfig.tail_m``).
 
 Scales (W_SCALE): 0 none, 1 one fp32 per expert (applied once at the end), 2 one fp32 per
 128x128 weight block (applied per K step), 3 FP4 weights (w4a8) with an E8M0 exponent per row
@@ -146,13 +148,11 @@ def gate_up_tiles(a_ptr, a_rows, a_ok, stride_a, as_ptr, stride_as,
 
 
 @triton.jit
-def _program_block(routes_ptr, block_expert_ptr, num_blocks_ptr, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                   GROUP_M: tl.constexpr):
-    """This program's (expert, routes [BLOCK_M], valid [BLOCK_M], N tile).  Programs walk
-    groups of GROUP_M blocks: within a group the blocks change fastest, so the blocks of one
-    expert read each weight tile back to back (from L2 after the first); GROUP_M = 1 is block
-    pid // tiles, tile pid % tiles.  Expert -1 when the block is past num_blocks or holds no
-    held route."""
+def _program_block(block_expert_ptr, num_blocks_ptr, N, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+    """This program's (expert, block, N tile).  Programs walk groups of GROUP_M blocks: within
+    a group the blocks change fastest, so the blocks of one expert read each weight tile back
+    to back (from L2 after the first); GROUP_M = 1 is block pid // tiles, tile pid % tiles.
+    Expert -1 when the block is past num_blocks or holds no held route."""
     pid = tl.program_id(0)
     num_n = tl.cdiv(N, BLOCK_N)
     if GROUP_M == 1:
@@ -165,9 +165,14 @@ def _program_block(routes_ptr, block_expert_ptr, num_blocks_ptr, N, BLOCK_M: tl.
         b = first + (pid % per_group) % size
         nt = (pid % per_group) // size
     live = b < tl.load(num_blocks_ptr)
-    e = tl.load(block_expert_ptr + b, mask=live, other=-1)
-    r = tl.load(routes_ptr + b * BLOCK_M + tl.arange(0, BLOCK_M), mask=live & (e >= 0), other=-1)
-    return e, r, r >= 0, nt
+    return tl.load(block_expert_ptr + b, mask=live, other=-1), b, nt
+
+
+@triton.jit
+def _is_tail(routes_ptr, b, BLOCK_M: tl.constexpr, TAIL_M: tl.constexpr):
+    """Whether live block b holds at most TAIL_M routes (its slot TAIL_M is padding): an
+    expert's last block, or a no-permute block.  A block's routes fill its first slots."""
+    return tl.load(routes_ptr + b * BLOCK_M + TAIL_M) < 0
 
 
 @triton.jit
@@ -177,15 +182,45 @@ def grouped_gate_up_kernel(
         A_SCALED: tl.constexpr, W_SCALE: tl.constexpr, QUANT_OUT: tl.constexpr, SWAP_AB: tl.constexpr,
         ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr,
         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-        PROMOTE_K: tl.constexpr = FP8_PROMOTE_K):
+        PROMOTE_K: tl.constexpr = FP8_PROMOTE_K, TAIL_M: tl.constexpr = 0):
     """act[r, n] = act(x[tok(r)] . W13[e, n] + b[e, n]) * (x[tok(r)] . W13[e, I + n] + b[e, I + n])
     for the routes r of one block and n in one BLOCK_N tile of I (bias b [E, 2I] if HAS_BIAS);
     with QUANT_OUT (BLOCK_N == 128) act is e4m3 with the tile's per-row scale in acts[r, tile].
     x's scales: A_SCALED 1 per row per 128 columns (xs[tok, k // 128]), ROW_SCALED per row
-    (xs[tok, 0])."""
-    e, r, valid, nt = _program_block(routes_ptr, block_expert_ptr, num_blocks_ptr, I, BLOCK_M, BLOCK_N, GROUP_M)
+    (xs[tok, 0]).  TAIL_M > 0 (< BLOCK_M): a block of at most TAIL_M routes runs a TAIL_M-row
+    tile (swapped below 64 rows) instead of padding the MMA to BLOCK_M rows."""
+    e, b, nt = _program_block(block_expert_ptr, num_blocks_ptr, I, BLOCK_N, GROUP_M)
     if e < 0:
         return
+    if TAIL_M > 0:
+        if _is_tail(routes_ptr, b, BLOCK_M, TAIL_M):
+            _gate_up_rows(x_ptr, xs_ptr, w_ptr, ws_ptr, b_ptr, routes_ptr + b * BLOCK_M, e, nt, act_ptr, acts_ptr,
+                          H, I, TOPK, stride_x, stride_xs, stride_we, stride_wn, stride_wse, stride_wsn,
+                          stride_act, stride_acts, A_SCALED, W_SCALE, QUANT_OUT, TAIL_M < 64, ACTIVATION, HAS_BIAS,
+                          TAIL_M, BLOCK_N, BLOCK_K, PROMOTE_K)
+        else:
+            _gate_up_rows(x_ptr, xs_ptr, w_ptr, ws_ptr, b_ptr, routes_ptr + b * BLOCK_M, e, nt, act_ptr, acts_ptr,
+                          H, I, TOPK, stride_x, stride_xs, stride_we, stride_wn, stride_wse, stride_wsn,
+                          stride_act, stride_acts, A_SCALED, W_SCALE, QUANT_OUT, SWAP_AB, ACTIVATION, HAS_BIAS,
+                          BLOCK_M, BLOCK_N, BLOCK_K, PROMOTE_K)
+    else:
+        _gate_up_rows(x_ptr, xs_ptr, w_ptr, ws_ptr, b_ptr, routes_ptr + b * BLOCK_M, e, nt, act_ptr, acts_ptr,
+                      H, I, TOPK, stride_x, stride_xs, stride_we, stride_wn, stride_wse, stride_wsn,
+                      stride_act, stride_acts, A_SCALED, W_SCALE, QUANT_OUT, SWAP_AB, ACTIVATION, HAS_BIAS,
+                      BLOCK_M, BLOCK_N, BLOCK_K, PROMOTE_K)
+
+
+@triton.jit
+def _gate_up_rows(
+        x_ptr, xs_ptr, w_ptr, ws_ptr, b_ptr, block_routes_ptr, e, nt, act_ptr, acts_ptr,
+        H, I, TOPK, stride_x, stride_xs, stride_we, stride_wn, stride_wse, stride_wsn, stride_act, stride_acts,
+        A_SCALED: tl.constexpr, W_SCALE: tl.constexpr, QUANT_OUT: tl.constexpr, SWAP_AB: tl.constexpr,
+        ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr,
+        ROWS: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PROMOTE_K: tl.constexpr):
+    """grouped_gate_up_kernel's tile for the routes block_routes_ptr[0:ROWS] (-1: padding) of
+    expert e and N tile nt."""
+    r = tl.load(block_routes_ptr + tl.arange(0, ROWS))
+    valid = r >= 0
     rows = tl.where(valid, r // TOPK, 0).to(tl.int64)
     w_e = w_ptr + e.to(tl.int64) * stride_we
     n = nt * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -193,14 +228,14 @@ def grouped_gate_up_kernel(
     if A_SCALED or W_SCALE == 2:  # FP8: gate and up in two accumulators, each half as wide
         gate, up = gate_up_tiles(x_ptr, rows, valid, stride_x, xs_ptr, stride_xs, w_e, nt * BLOCK_N, I, stride_wn,
                                  ws_ptr + e * stride_wse, stride_wsn, H, A_SCALED, W_SCALE, SWAP_AB,
-                                 BLOCK_M, BLOCK_N, BLOCK_K, PROMOTE_K)
-    else:  # one chained MMA over the gate and up rows together: [BLOCK_M, 2*BLOCK_N]
+                                 ROWS, BLOCK_N, BLOCK_K, PROMOTE_K)
+    else:  # one chained MMA over the gate and up rows together: [ROWS, 2*BLOCK_N]
         j = tl.arange(0, 2 * BLOCK_N)
         rows_gu = (j // BLOCK_N) * I + nt * BLOCK_N + j % BLOCK_N
         acc = expert_tile(x_ptr, rows, valid, stride_x, xs_ptr, stride_xs, w_e, rows_gu,
                           nt * BLOCK_N + j % BLOCK_N < I, stride_wn, ws_ptr, j, stride_wsn, H,  # no block scales
-                          A_SCALED, W_SCALE, SWAP_AB, BLOCK_M, 2 * BLOCK_N, BLOCK_K, PROMOTE_K)
-        gate, up = tl.split(tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N)), (0, 2, 1)))
+                          A_SCALED, W_SCALE, SWAP_AB, ROWS, 2 * BLOCK_N, BLOCK_K, PROMOTE_K)
+        gate, up = tl.split(tl.permute(tl.reshape(acc, (ROWS, 2, BLOCK_N)), (0, 2, 1)))
     if A_SCALED == ROW_SCALED:
         sx = tl.load(xs_ptr + rows * stride_xs, mask=valid, other=0.0)[:, None]
         gate = gate * sx
@@ -230,19 +265,43 @@ def grouped_down_kernel(
         H, I, stride_act, stride_acts, stride_we, stride_wn, stride_wse, stride_wsn, stride_y,
         A_SCALED: tl.constexpr, W_SCALE: tl.constexpr, SWAP_AB: tl.constexpr, HAS_BIAS: tl.constexpr,
         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-        PROMOTE_K: tl.constexpr = FP8_PROMOTE_K):
+        PROMOTE_K: tl.constexpr = FP8_PROMOTE_K, TAIL_M: tl.constexpr = 0):
     """y[r, n] = act[r] . W2[e, n] (+ b[e, n], b [E, H] if HAS_BIAS) for the routes r of one block
-    and n in one BLOCK_N tile of H."""
-    e, r, valid, nt = _program_block(routes_ptr, block_expert_ptr, num_blocks_ptr, H, BLOCK_M, BLOCK_N, GROUP_M)
+    and n in one BLOCK_N tile of H; TAIL_M as in grouped_gate_up_kernel."""
+    e, b, nt = _program_block(block_expert_ptr, num_blocks_ptr, H, BLOCK_N, GROUP_M)
     if e < 0:
         return
+    if TAIL_M > 0:
+        if _is_tail(routes_ptr, b, BLOCK_M, TAIL_M):
+            _down_rows(act_ptr, acts_ptr, w_ptr, ws_ptr, b_ptr, routes_ptr + b * BLOCK_M, e, nt, y_ptr,
+                       H, I, stride_act, stride_acts, stride_we, stride_wn, stride_wse, stride_wsn, stride_y,
+                       A_SCALED, W_SCALE, TAIL_M < 64, HAS_BIAS, TAIL_M, BLOCK_N, BLOCK_K, PROMOTE_K)
+        else:
+            _down_rows(act_ptr, acts_ptr, w_ptr, ws_ptr, b_ptr, routes_ptr + b * BLOCK_M, e, nt, y_ptr,
+                       H, I, stride_act, stride_acts, stride_we, stride_wn, stride_wse, stride_wsn, stride_y,
+                       A_SCALED, W_SCALE, SWAP_AB, HAS_BIAS, BLOCK_M, BLOCK_N, BLOCK_K, PROMOTE_K)
+    else:
+        _down_rows(act_ptr, acts_ptr, w_ptr, ws_ptr, b_ptr, routes_ptr + b * BLOCK_M, e, nt, y_ptr,
+                   H, I, stride_act, stride_acts, stride_we, stride_wn, stride_wse, stride_wsn, stride_y,
+                   A_SCALED, W_SCALE, SWAP_AB, HAS_BIAS, BLOCK_M, BLOCK_N, BLOCK_K, PROMOTE_K)
+
+
+@triton.jit
+def _down_rows(act_ptr, acts_ptr, w_ptr, ws_ptr, b_ptr, block_routes_ptr, e, nt, y_ptr,
+               H, I, stride_act, stride_acts, stride_we, stride_wn, stride_wse, stride_wsn, stride_y,
+               A_SCALED: tl.constexpr, W_SCALE: tl.constexpr, SWAP_AB: tl.constexpr, HAS_BIAS: tl.constexpr,
+               ROWS: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PROMOTE_K: tl.constexpr):
+    """grouped_down_kernel's tile for the routes block_routes_ptr[0:ROWS] (-1: padding) of
+    expert e and N tile nt."""
+    r = tl.load(block_routes_ptr + tl.arange(0, ROWS))
+    valid = r >= 0
     r64 = tl.where(valid, r, 0).to(tl.int64)
     n = nt * BLOCK_N + tl.arange(0, BLOCK_N)
     n_ok = n < H
     acc = expert_tile(act_ptr, r64, valid, stride_act, acts_ptr, stride_acts,
                       w_ptr + e.to(tl.int64) * stride_we, n, n_ok, stride_wn,
                       ws_ptr + e * stride_wse, n // 128, stride_wsn, I,
-                      A_SCALED, W_SCALE, SWAP_AB, BLOCK_M, BLOCK_N, BLOCK_K, PROMOTE_K)
+                      A_SCALED, W_SCALE, SWAP_AB, ROWS, BLOCK_N, BLOCK_K, PROMOTE_K)
     if W_SCALE == 1:
         acc = acc * tl.load(ws_ptr + e)
     if HAS_BIAS:
