@@ -148,10 +148,16 @@ def gluon_fallback(cfg: GroupedConfig) -> GroupedConfig:
     return dataclasses.replace(cfg, down=down, gluon=False)
 
 
+def even_rows_per_expert(num_routes: int, num_experts: int) -> float:
+    """Routes per expert when they spread evenly over min(E, routes) experts: the block rules'
+    estimate (``routes_per_active_expert`` is the expected count under uniform routing)."""
+    return num_routes / max(1, min(num_experts, num_routes))
+
+
 def grouped_block_m(num_routes: int, num_experts: int) -> int:
     """BLOCK_M from the expected routed rows per active expert (seed 003): the smallest legal
     tile (16..128) that holds them, so padding stays small and tiles stay full."""
-    rows_per_expert = num_routes / max(1, min(num_experts, num_routes))
+    rows_per_expert = even_rows_per_expert(num_routes, num_experts)
     for bm in (16, 32, 64):
         if rows_per_expert <= bm:
             return bm
@@ -263,7 +269,7 @@ def grouped_config(m: int, top_k: int, num_experts: int, hidden: int, inter: int
 def _heuristic_tail(num_routes: int, num_experts: int, block_m: int, fmt: str) -> int:
     """GROUPED_TAIL_M where BLOCK_M >= 64, the format is not fp8_tensor and the tail tiles are
     expected to save at least TAIL_MIN_SAVING of the MMA rows, else 0."""
-    rows_per_expert = num_routes / max(1, min(num_experts, num_routes))
+    rows_per_expert = even_rows_per_expert(num_routes, num_experts)
     wanted = block_m >= 64 and fmt != "fp8_tensor"
     return GROUPED_TAIL_M if wanted and tail_saving(rows_per_expert, block_m, GROUPED_TAIL_M) >= TAIL_MIN_SAVING else 0
 
@@ -276,7 +282,7 @@ def grouped_group_m(num_routes: int, num_experts: int, block_m: int) -> int:
     128 per expert, 117 MB of gate/up weights per expert) reads ~15 GB, ~3.5 ms at 4.3 TB/s,
     against 2.4 ms of bf16 MMA.  Walking 8 blocks per tile reads them ~2 GB.  Expected, not
     yet measured (2026-11-30): the tuner's group_m moves check it."""
-    rows_per_expert = num_routes / max(1, min(num_experts, num_routes))
+    rows_per_expert = even_rows_per_expert(num_routes, num_experts)
     return 8 if rows_per_expert >= 2 * block_m else 1
 
 

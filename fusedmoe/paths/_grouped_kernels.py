@@ -192,6 +192,8 @@ def grouped_gate_up_kernel(
     e, b, nt = _program_block(block_expert_ptr, num_blocks_ptr, I, BLOCK_N, GROUP_M)
     if e < 0:
         return
+    # The one-tile call stands twice: under a compile-time TAIL_M > 0 only, so that TAIL_M == 0
+    # compiles no tail tile (a `tail = False` flag tested at run time still builds both).
     if TAIL_M > 0:
         if _is_tail(routes_ptr, b, BLOCK_M, TAIL_M):
             _gate_up_rows(x_ptr, xs_ptr, w_ptr, ws_ptr, b_ptr, routes_ptr + b * BLOCK_M, e, nt, act_ptr, acts_ptr,
