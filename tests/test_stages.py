@@ -36,11 +36,13 @@ def test_fp8_block_scales_are_per_half_of_w13(device):
     assert ref.rel_l2(ew.dequantize()[0][:, :i], w13[:, :i]) < 0.05
 
 
-# ragged, one group, partial, > 2 groups, a row longer than one load of the whole-row kernel
-@pytest.mark.parametrize("shape", [(5, 300), (1, 128), (7, 17), (6, 1100), (2, 4200), (70, 300)])
+# ragged, one group, partial, > 2 groups, a row longer than one load of the whole-row kernel, more
+# rows than one program takes
+@pytest.mark.parametrize("shape", [(5, 300), (1, 128), (7, 17), (6, 1100), (2, 9000), (70, 300)])
 @pytest.mark.parametrize("whole_rows", [False, True])  # per 128 columns (fp8_block's x), per row (fp8_tensor's)
-def test_quantize_rows_matches_torch(shape, whole_rows, device):
-    a = torch.randn(shape, device=device) * 3
+@pytest.mark.parametrize("strided", [False, True])  # rows of a wider tensor: stride(0) > cols
+def test_quantize_rows_matches_torch(shape, whole_rows, strided, device):
+    a = torch.randn(shape[0], shape[1] + 40 * strided, device=device)[:, : shape[1]] * 3
     a[0, : min(5, shape[1])] = 0
     a[-1, -1] = 40.0  # an outlier sets its whole row's scale, or only its group's
     q, s = quantize_rows(a, whole_rows=whole_rows)
