@@ -220,6 +220,9 @@ def sanitize(formats=GRAPH_FORMATS) -> None:
                 for cfg in dict.fromkeys(runs):  # each config once (variants may hold a Gluon one)
                     fused_moe(x, weights, tw, ids, path=path, expert_offset=offset, num_experts=n_global,
                               shared_output=torch.randn_like(x), config=cfg)
+                torch.cuda.synchronize()
+                print(f"sanitize E={e} k={k} H={h} I={i} M={m} {fmt} {path}: {len(dict.fromkeys(runs))} configs",
+                      flush=True)
     # every blocked plan kernel forced, over an expert window, with ids outside it and past E
     ids = torch.randint(-3, 40, (150, 5), device=DEV, generator=gen, dtype=torch.int32)
     for path in ("single", "recount", "tiled", "parallel"):

@@ -8,7 +8,8 @@
 #   graphs    CUDA-graph capture, replay with changed inputs, bitwise equal to eager
 #   fp8probe  stage-by-stage differences of the grouped FP8 path against its reference
 #   tests     the test suite on CUDA
-#   memcheck  compute-sanitizer memcheck on small ragged cases, every path and format
+#   memcheck  compute-sanitizer memcheck on small ragged cases, every path and format (compiled by plain runs
+#             first, then one memcheck process per format, in parallel)
 #   swiglu    fused SwiGLU + FP8 quantisation against the separate kernels
 #   kernels   per-kernel device time of one call (KERNEL_TOKENS 1,8; KERNEL_FORMATS; KERNEL_SHAPES peers; KERNEL_PATH
 #             auto, or grouped / grouped_gluon / ...) against the floor and the graph time, into OUT_DIR/kernels_PATH
@@ -54,8 +55,20 @@ for step in $steps; do
               xdist=$(python -c "import xdist" 2>/dev/null && echo "-n 8")
               run tests env FUSEDMOE_FUZZ=${FUSEDMOE_FUZZ:-30} FUSEDMOE_SEED=${FUSEDMOE_SEED:-$RANDOM} \
                 python -m pytest tests -rf --durations=15 --junitxml "$out/tests.xml" $xdist ;;
-    memcheck) run memcheck env PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --tool memcheck \
-                --error-exitcode 9 python -m fusedmoe check sanitize ${CHECK_FORMATS:+--formats "$CHECK_FORMATS"} ;;
+    memcheck) # compiling dominates under the sanitizer: plain runs fill the Triton cache, then one
+              # memcheck process per format runs from it, all formats in parallel
+              fmts=${CHECK_FORMATS:-bf16,fp8_tensor,fp8_block,w4a8}
+              for f in ${fmts//,/ }; do run "memcheck_compile_$f" python -m fusedmoe check sanitize --formats "$f" & done
+              wait
+              for f in ${fmts//,/ }; do
+                run "memcheck_$f" env PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --tool memcheck \
+                  --error-exitcode 9 python -m fusedmoe check sanitize --formats "$f" &
+              done
+              wait  # the background runs cannot set status: their logs say how they ended
+              for f in ${fmts//,/ }; do
+                grep -q "ERROR SUMMARY: 0 errors" "$out/memcheck_$f.log" && grep -q "sanitize cases done" \
+                  "$out/memcheck_$f.log" || { echo "=== FAILED: memcheck_$f"; status=1; }
+              done ;;
     swiglu)   run swiglu python -m fusedmoe.bench.swiglu_quant --out "$out" ;;
     kernels)  run kernels python -m fusedmoe.bench.kernels --tokens "${KERNEL_TOKENS:-1,8}" \
                 --formats "${KERNEL_FORMATS:-bf16,fp8_tensor,fp8_block}" --path "${KERNEL_PATH:-auto}" \
