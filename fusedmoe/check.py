@@ -82,7 +82,8 @@ def variants(path: str, m: int, shape, fmt: str) -> list[tuple[str, object]]:
     FP8 also K steps of 64, the MMA sums promoted every 32 columns (the most accurate interval)
     and every 64 where the rule (policy.grouped_promote_k) picks 128, and the other gate/up
     width (64 columns with the SwiGLU output requantised by a launch of its own, or 128 fused),
-    for every format tail tiles (``_tail_variant``), and for fp8_tensor from GLUON_MIN_TOKENS the Gluon kernels; the grouped variants change the
+    for every format tail tiles (``_tail_variant``), for FP8 an 8-warp gate/up capped at 128
+    registers (``Tile.max_registers``: spills), and for fp8_tensor from GLUON_MIN_TOKENS the Gluon kernels; the grouped variants change the
     heuristic's tiles, not a table entry's."""
     if path != "route_direct":
         if fmt not in A8_FORMATS:
@@ -96,8 +97,9 @@ def variants(path: str, m: int, shape, fmt: str) -> list[tuple[str, object]]:
         k64 = dataclasses.replace(base, gate_up=dataclasses.replace(base.gate_up, block_k=64),
                                   down=dataclasses.replace(base.down, block_k=64),
                                   fp8_promote_k=min(base.fp8_promote_k, 64))
+        capped = dataclasses.replace(base, gate_up=dataclasses.replace(base.gate_up, num_warps=8, max_registers=128))
         runs = [(path, None), (path + "_k64", k64), (path + "_promote32", dataclasses.replace(base, fp8_promote_k=32)),
-                _other_gate_width(path, base), _tail_variant(path, base)]
+                _other_gate_width(path, base), _tail_variant(path, base), (path + "_gate_up_cap128", capped)]
         if base.fp8_promote_k > 64:
             runs.append((path + "_promote64", dataclasses.replace(base, fp8_promote_k=64)))
         if fmt == "fp8_tensor" and m >= GLUON_MIN_TOKENS:  # it promotes every 128 (the rule's from M=512)

@@ -34,7 +34,10 @@ class Tile:
     PEERS decode cases, by 2-4% (eighteenth session; ``tune.CONFIRM_MIN_GAIN``).  (A prefetch
     of the next K step into registers, tried 2026-11-30, sixth session, was slower in 43 of 44
     GEMV gate/up cases, 1.007-3.3x, and in the down kernel: the registers it needs cost more
-    occupancy than the loads it overlaps.)"""
+    occupancy than the loads it overlaps.)
+    max_registers (0: the compiler's choice) caps the registers per thread (PTX ``.maxnreg``),
+    so that more CTAs fit on an SM where the register file, not shared memory, limits them:
+    65536 / (threads x registers) CTAs.  Above the cap the compiler spills to local memory."""
 
     block_n: int
     block_k: int
@@ -42,6 +45,11 @@ class Tile:
     num_stages: int = 3
     split_k: int = 1
     swap_ab: bool = False
+    max_registers: int = 0
+
+    def register_cap(self) -> dict:
+        """The Triton launch option of max_registers: {"maxnreg": cap}, or {} uncapped."""
+        return {"maxnreg": self.max_registers} if self.max_registers else {}
 
 
 @dataclass(frozen=True)
@@ -445,6 +453,9 @@ def legal(path: str, cfg: GroupedConfig | RouteDirectConfig, fmt: str) -> bool:
     tiles = (cfg.gate_up, cfg.down)
     pow2 = all(t.block_n >= 1 and t.block_n & (t.block_n - 1) == 0 and t.block_k >= 1 and t.block_k & (t.block_k - 1) == 0
                and t.num_warps >= 1 and t.num_stages >= 1 and t.split_k >= 1 for t in tiles)
+    # a register cap: what .maxnreg takes (ptxas rounds to multiples of 8, 24..255)
+    pow2 = pow2 and all(t.max_registers == 0 or (24 <= t.max_registers <= 255 and t.max_registers % 8 == 0)
+                        for t in tiles)
     if path == "grouped":
         # FP8: one scale per K step (BLOCK_K divides 128), and an e4m3 MMA needs K >= 32; gate/up
         # tiles of 128 hold one SwiGLU output group (fused requantisation), of 64 or 32 part of

@@ -491,6 +491,26 @@ def test_grouped_tail_tiles(block_m, tail_m, fmt, device):
     assert rel_l2(got, want) <= 1e-2  # the MMA may add in another order; the rest is the same arithmetic
 
 
+@pytest.mark.parametrize("fmt", VARIANT_FORMATS)
+def test_register_caps_compute_the_same_layer(fmt, device):
+    # Tile.max_registers caps the registers per thread (the compiler spills above the cap, on
+    # the GPU: 128 for an 8-warp FP8 gate/up of 64 columns spills in its K loop); the output
+    # is the uncapped config's, bit for bit (the same instructions, some through local memory).
+    weights, x, tw, ids = make_layer(37, 5, 2, 256, 256, fmt, device)
+    base = policy.grouped_config(37, 2, 5, 256, 256, fmt)
+    capped = dataclasses.replace(base, gate_up=dataclasses.replace(base.gate_up, num_warps=8, max_registers=128),
+                                 down=dataclasses.replace(base.down, max_registers=168))
+    assert policy.legal("grouped", capped, fmt)
+    got = run_and_check(weights, x, tw, ids, "grouped", config=capped)
+    want = fused_moe(x, weights, tw, ids, path="grouped",
+                     config=dataclasses.replace(capped, gate_up=dataclasses.replace(capped.gate_up, max_registers=0),
+                                                down=dataclasses.replace(capped.down, max_registers=0)))
+    assert torch.equal(got, want)
+    rd = policy.route_direct_config(3, 2, 5, 256, 256, fmt, 132)
+    rd = dataclasses.replace(rd, gate_up=dataclasses.replace(rd.gate_up, max_registers=64))
+    run_and_check(weights, x[:3], tw[:3], ids[:3], "route_direct", config=rd)
+
+
 def test_grouped_tail_tiles_legal():
     gu, dn = policy.Tile(64, 64, 4, 2), policy.Tile(64, 64, 4, 2)
     cfg = policy.GroupedConfig(128, gu, dn, 1, 64)

@@ -109,7 +109,7 @@ def grouped_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Ten
         ACTIVATION=ACTIVATIONS[activation],
         HAS_BIAS=weights.w13_bias is not None, BLOCK_M=bm, BLOCK_N=gu.block_n, BLOCK_K=gu.block_k,
         GROUP_M=config.group_m, PROMOTE_K=config.fp8_promote_k, TAIL_M=config.tail_m,
-        num_warps=gu.num_warps, num_stages=gu.num_stages)
+        num_warps=gu.num_warps, num_stages=gu.num_stages, **gu.register_cap())
     if split:  # rows of routes not held hold garbage here, as in the fused form; down never reads them
         act, act_s = quantize_rows(act)
     ws2, se2, sn2, mode = scale_args(weights, weights.w2_scale, x)
@@ -120,7 +120,8 @@ def grouped_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Ten
         y.stride(0),
         A_SCALED=fp8, W_SCALE=mode, SWAP_AB=dn.swap_ab, HAS_BIAS=weights.w2_bias is not None,
         BLOCK_M=bm, BLOCK_N=dn.block_n, BLOCK_K=dn.block_k, GROUP_M=config.group_m,
-        PROMOTE_K=config.fp8_promote_k, TAIL_M=config.tail_m, num_warps=dn.num_warps, num_stages=dn.num_stages)
+        PROMOTE_K=config.fp8_promote_k, TAIL_M=config.tail_m, num_warps=dn.num_warps,
+        num_stages=dn.num_stages, **dn.register_cap())
     combine_launch(y, topk_weights, topk_ids, out, shared_output, expert_offset, e_local)
     return out
 

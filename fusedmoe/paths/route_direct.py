@@ -44,7 +44,8 @@ def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torc
         e_local, k, x.stride(0), weights.w13.stride(0), weights.w13.stride(1), se, sn,
         W_SCALE=mode, SPLIT_K=split, ACTIVATION=ACTIVATIONS[activation], HAS_BIAS=weights.w13_bias is not None,
         BLOCK_N=gu.block_n, BLOCK_K=gu.block_k,
-        num_warps=gu.num_warps, num_stages=gu.num_stages if gu.swap_ab else 1, **gemv_gate_up, **pdl)
+        num_warps=gu.num_warps, num_stages=gu.num_stages if gu.swap_ab else 1, **gemv_gate_up, **gu.register_cap(),
+        **pdl)
     ws, se, sn, mode = scale_args(weights, weights.w2_scale, x)
     down = route_down_mma_kernel if dn.swap_ab else route_down_kernel
     gemv_down = {} if dn.swap_ab else dict(TILES=config.down_tiles, FP16_PRODUCTS=config.fp16_products,
@@ -57,5 +58,5 @@ def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torc
         TOPK=k, W_SCALE=mode, SPLIT_K=split, HAS_SHARED=shared_output is not None,
         ACTIVATION=ACTIVATIONS[activation], HAS_BIAS=weights.w2_bias is not None,
         BLOCK_N=dn.block_n, BLOCK_K=dn.block_k, num_warps=dn.num_warps,
-        num_stages=dn.num_stages if dn.swap_ab else 1, **gemv_down, **pdl)
+        num_stages=dn.num_stages if dn.swap_ab else 1, **gemv_down, **dn.register_cap(), **pdl)
     return out
