@@ -45,7 +45,8 @@ MAX_REL_L2 = 0.01
 
 def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
     """(field, value) moves of the coordinate descent: 'gate_up'/'down' tiles, 'block_m',
-    'group_m', grouped 'tail_m', route-direct 'pdl', 'down_tiles', 'gate_up_stages' / 'down_stages' (a tile's num_stages) and
+    'group_m', grouped 'tail_m' and 'gate_up_registers' / 'down_registers' (a tile's
+    max_registers), route-direct 'pdl', 'down_tiles', 'gate_up_stages' / 'down_stages' (a tile's num_stages) and
     (FP8) 'fp16_products', grouped FP8 'block_m+gate_up' (both at
     once: value (BLOCK_M, gate/up tile)), grouped fp8_tensor 'gluon' (value: the Gluon tile set's
     BLOCK_M, or False: off)."""
@@ -114,6 +115,11 @@ def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
     if fmt == "fp8_tensor":  # the Gluon kernels (their own tiles, by BLOCK_M), or not
         for value in (False, *policy.GLUON_BLOCK_MS):
             yield "gluon", value
+    # a register cap per tile (Tile.max_registers): 128 fits two CTAs of 8 warps on an SM, or four
+    # of 4; 168 three of 4 (where shared memory allows as many)
+    for field in ("gate_up_registers", "down_registers"):
+        for cap in (0, 128, 168):
+            yield field, cap
 
 
 def apply(cfg, field: str, value, promote_k: int | None = None):
@@ -128,6 +134,9 @@ def apply(cfg, field: str, value, promote_k: int | None = None):
     if field in ("gate_up_stages", "down_stages"):  # one tile's num_stages
         tile = field.removesuffix("_stages")
         cfg = dataclasses.replace(cfg, **{tile: dataclasses.replace(getattr(cfg, tile), num_stages=value)})
+    elif field in ("gate_up_registers", "down_registers"):  # one tile's register cap
+        tile = field.removesuffix("_registers")
+        cfg = dataclasses.replace(cfg, **{tile: dataclasses.replace(getattr(cfg, tile), max_registers=value)})
     elif field == "block_m+gate_up":
         cfg = dataclasses.replace(cfg, block_m=value[0], gate_up=value[1])
     elif field == "gluon":  # value: the BLOCK_M of the Gluon kernels' tiles, or False: what Triton runs of them

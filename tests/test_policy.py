@@ -337,6 +337,26 @@ def test_stages_moves_set_one_tiles_depth():
     assert [v for f, v in tune.candidates("route_direct", "bf16") if f == "down_stages"] == [1, 2, 3, 4]
 
 
+def test_register_cap_moves_set_one_tiles_cap():
+    # gate_up_registers / down_registers set one grouped tile's max_registers (PTX .maxnreg);
+    # a tile move resets it, legality takes 0 or a multiple of 8 in 24..255.
+    base = policy.grouped_config(128, 2, 8, 4096, 7168, "fp8_block")
+    capped = tune.apply(tune.apply(base, "gate_up_registers", 128), "down_registers", 168)
+    assert (capped.gate_up.max_registers, capped.down.max_registers) == (128, 168)
+    assert capped.gate_up.register_cap() == {"maxnreg": 128} and base.gate_up.register_cap() == {}
+    assert policy.legal("grouped", capped, "fp8_block")
+    assert tune.apply(capped, "gate_up", policy.Tile(64, 128, 8, 4)).gate_up.max_registers == 0
+    for cap in (100, 16, 256):
+        bad = dataclasses.replace(capped, gate_up=dataclasses.replace(capped.gate_up, max_registers=cap))
+        assert not policy.legal("grouped", bad, "fp8_block")
+    assert [v for f, v in tune.candidates("grouped", "bf16") if f == "down_registers"] == [0, 128, 168]
+    assert "gate_up_registers" not in {f for f, _ in tune.candidates("route_direct", "bf16")}
+    # a table entry without the field loads uncapped
+    entry = {"block_m": 64, "gate_up": {"block_n": 64, "block_k": 128, "num_warps": 8, "num_stages": 4},
+             "down": {"block_n": 128, "block_k": 128, "num_warps": 4, "num_stages": 4}}
+    assert policy._from_dict("grouped", entry).gate_up.max_registers == 0
+
+
 def test_down_tiles_moves():
     # down_tiles is a move; a tensor-core down runs one tile per program.
     gemv = policy.RouteDirectConfig(policy.Tile(16, 512, 8, 1), policy.Tile(16, 128, 4, 1))
