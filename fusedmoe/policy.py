@@ -453,7 +453,7 @@ def legal(path: str, cfg: GroupedConfig | RouteDirectConfig, fmt: str) -> bool:
     tiles = (cfg.gate_up, cfg.down)
     pow2 = all(t.block_n >= 1 and t.block_n & (t.block_n - 1) == 0 and t.block_k >= 1 and t.block_k & (t.block_k - 1) == 0
                and t.num_warps >= 1 and t.num_stages >= 1 and t.split_k >= 1 for t in tiles)
-    # a register cap: what .maxnreg takes (ptxas rounds to multiples of 8, 24..255)
+    # a register cap (.maxnreg): none (0), or 24..255 in steps of 8, as ptxas allocates registers
     pow2 = pow2 and all(t.max_registers == 0 or (24 <= t.max_registers <= 255 and t.max_registers % 8 == 0)
                         for t in tiles)
     if path == "grouped":
