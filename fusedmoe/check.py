@@ -219,12 +219,12 @@ def sanitize(formats=GRAPH_FORMATS) -> None:
                 if path == "grouped" and fmt == "fp8_tensor":  # the Gluon kernels where H, I % 16 == 0
                     runs += [policy.gluon_grouped_config(group, bm)
                              for group in (8, 1) for bm in policy.GLUON_BLOCK_MS]
-                for cfg in dict.fromkeys(runs):  # each config once (variants may hold a Gluon one)
+                configs = list(dict.fromkeys(runs))  # each config once (variants may hold a Gluon one)
+                for cfg in configs:
                     fused_moe(x, weights, tw, ids, path=path, expert_offset=offset, num_experts=n_global,
                               shared_output=torch.randn_like(x), config=cfg)
                 torch.cuda.synchronize()
-                print(f"sanitize E={e} k={k} H={h} I={i} M={m} {fmt} {path}: {len(dict.fromkeys(runs))} configs",
-                      flush=True)
+                print(f"sanitize E={e} k={k} H={h} I={i} M={m} {fmt} {path}: {len(configs)} configs", flush=True)
     # every blocked plan kernel forced, over an expert window, with ids outside it and past E
     ids = torch.randint(-3, 40, (150, 5), device=DEV, generator=gen, dtype=torch.int32)
     for path in ("single", "recount", "tiled", "parallel"):

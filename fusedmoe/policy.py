@@ -453,9 +453,8 @@ def legal(path: str, cfg: GroupedConfig | RouteDirectConfig, fmt: str) -> bool:
     tiles = (cfg.gate_up, cfg.down)
     pow2 = all(t.block_n >= 1 and t.block_n & (t.block_n - 1) == 0 and t.block_k >= 1 and t.block_k & (t.block_k - 1) == 0
                and t.num_warps >= 1 and t.num_stages >= 1 and t.split_k >= 1 for t in tiles)
-    # a register cap (.maxnreg): none (0), or 24..255 in steps of 8, as ptxas allocates registers
-    pow2 = pow2 and all(t.max_registers == 0 or (24 <= t.max_registers <= 255 and t.max_registers % 8 == 0)
-                        for t in tiles)
+    # a register cap (.maxnreg): none (0), or 24..255 in steps of 8
+    caps_ok = all(t.max_registers == 0 or (24 <= t.max_registers <= 255 and t.max_registers % 8 == 0) for t in tiles)
     if path == "grouped":
         # FP8: one scale per K step (BLOCK_K divides 128), and an e4m3 MMA needs K >= 32; gate/up
         # tiles of 128 hold one SwiGLU output group (fused requantisation), of 64 or 32 part of
@@ -472,7 +471,7 @@ def legal(path: str, cfg: GroupedConfig | RouteDirectConfig, fmt: str) -> bool:
         # tail tiles: fewer rows than BLOCK_M, swapped below 64 (FP8: then 64 or 128 gate/up columns)
         tail_ok = cfg.tail_m == 0 or (cfg.tail_m in (16, 32, 64) and cfg.tail_m < cfg.block_m and not cfg.gluon
                                       and (cfg.tail_m >= 64 or fmt not in A8_FORMATS or gu.block_n in (64, 128)))
-        return (pow2 and scaled_ok and promote_ok and gluon_ok and tail_ok and cfg.block_m >= 16
+        return (pow2 and caps_ok and scaled_ok and promote_ok and gluon_ok and tail_ok and cfg.block_m >= 16
                 and all(t.block_k >= 16 and t.block_n >= 16 for t in tiles)
                 and all(t.split_k == 1 for t in tiles) and cfg.group_m >= 1)
     gu, dn = cfg.gate_up, cfg.down
@@ -486,7 +485,7 @@ def legal(path: str, cfg: GroupedConfig | RouteDirectConfig, fmt: str) -> bool:
                                         and all(t.swap_ab or t.block_k >= 16 for t in tiles))
     # FP4 weights (w4a8): the GEMV forms only, K steps of whole 32-column exponent groups
     fp4_ok = fmt != "w4a8" or (not gu.swap_ab and not dn.swap_ab and all(t.block_k >= 32 for t in tiles))
-    return (pow2 and (fmt != "fp8_block" or all(t.block_k % 128 == 0 for t in tiles)) and dn.split_k == 1
+    return (pow2 and caps_ok and (fmt != "fp8_block" or all(t.block_k % 128 == 0 for t in tiles)) and dn.split_k == 1
             and gu_ok and dn_ok and tiles_ok and fp16_ok and fp4_ok)
 
 

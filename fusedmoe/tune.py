@@ -122,6 +122,10 @@ def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
             yield field, cap
 
 
+# Moves of one Tile field of one GEMM: '<gate_up|down>_<suffix>' sets that tile's field.
+TILE_FIELD_MOVES = {"stages": "num_stages", "registers": "max_registers"}
+
+
 def apply(cfg, field: str, value, promote_k: int | None = None):
     """``cfg`` with one field replaced, or BLOCK_M and gate/up for 'block_m+gate_up', or the
     Gluon kernels' config at BLOCK_M ``value`` for 'gluon' (False: ``policy.gluon_fallback``) (grouped
@@ -131,12 +135,10 @@ def apply(cfg, field: str, value, promote_k: int | None = None):
     a move back to a longer K step restores it; tail_m 0 at or above BLOCK_M and with the Gluon
     kernels; a route-direct tensor-core down takes
     down_tiles 1; with both kernels tensor-core forms, fp16_products False)."""
-    if field in ("gate_up_stages", "down_stages"):  # one tile's num_stages
-        tile = field.removesuffix("_stages")
-        cfg = dataclasses.replace(cfg, **{tile: dataclasses.replace(getattr(cfg, tile), num_stages=value)})
-    elif field in ("gate_up_registers", "down_registers"):  # one tile's register cap
-        tile = field.removesuffix("_registers")
-        cfg = dataclasses.replace(cfg, **{tile: dataclasses.replace(getattr(cfg, tile), max_registers=value)})
+    tile, _, part = field.rpartition("_")
+    if part in TILE_FIELD_MOVES and tile in ("gate_up", "down"):  # one field of one tile
+        tile_cfg = dataclasses.replace(getattr(cfg, tile), **{TILE_FIELD_MOVES[part]: value})
+        cfg = dataclasses.replace(cfg, **{tile: tile_cfg})
     elif field == "block_m+gate_up":
         cfg = dataclasses.replace(cfg, block_m=value[0], gate_up=value[1])
     elif field == "gluon":  # value: the BLOCK_M of the Gluon kernels' tiles, or False: what Triton runs of them
