@@ -115,10 +115,12 @@ def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
     if fmt == "fp8_tensor":  # the Gluon kernels (their own tiles, by BLOCK_M), or not
         for value in (False, *policy.GLUON_BLOCK_MS):
             yield "gluon", value
-    # a register cap per tile (Tile.max_registers): 128 fits two CTAs of 8 warps on an SM, or four
-    # of 4; 168 three of 4 (where shared memory allows as many)
+    # a register cap per tile (Tile.max_registers): 80 fits three CTAs of 8 warps on an SM, 128 two
+    # of 8 or four of 4, 168 three of 4 (where shared memory allows as many).  Compiled for sm_90,
+    # 8-warp FP8 tiles at 101-120 registers drop to 80 with 0-38 spill instructions, 4-warp ones
+    # at 204-255 to 168 with 20-68 (twenty-fourth session)
     for field in ("gate_up_registers", "down_registers"):
-        for cap in (0, 128, 168):
+        for cap in (0, 80, 128, 168):
             yield field, cap
 
 

@@ -349,7 +349,7 @@ def test_register_cap_moves_set_one_tiles_cap():
     for cap in (100, 16, 256):
         bad = dataclasses.replace(capped, gate_up=dataclasses.replace(capped.gate_up, max_registers=cap))
         assert not policy.legal("grouped", bad, "fp8_block")
-    assert [v for f, v in tune.candidates("grouped", "bf16") if f == "down_registers"] == [0, 128, 168]
+    assert [v for f, v in tune.candidates("grouped", "bf16") if f == "down_registers"] == [0, 80, 128, 168]
     assert "gate_up_registers" not in {f for f, _ in tune.candidates("route_direct", "bf16")}
     # a table entry without the field loads uncapped
     entry = {"block_m": 64, "gate_up": {"block_n": 64, "block_k": 128, "num_warps": 8, "num_stages": 4},
