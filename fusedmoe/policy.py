@@ -208,6 +208,24 @@ def fit_registers(cfg: GroupedConfig, fmt: str) -> GroupedConfig:
     return cfg
 
 
+def w4a8_register_caps(cfg: GroupedConfig) -> GroupedConfig:
+    """``cfg`` with each GEMM tile capped (Tile.max_registers) so that one CTA more fits per SM:
+    8 warps at 128 registers (two CTAs), 4 warps at 168 (three), a 4-warp down at BLOCK_M 16
+    at 128 (four).  Decoding FP4 to e4m3 in registers holds the w4a8 tiles at 146-191 registers
+    (compiled for sm_90: the 8-warp tiles at 147, one CTA per SM; the 4-warp 64-column gate/up at
+    191 and the swapped BLOCK_M-16 down at 146; capped: 0, 26 and 21 spill instructions).  Measured on
+    the H200 (twenty-fourth session, ``benchmarks/results/H200/2026-12-03-s24/``): the tuner's
+    register-cap descent from the uncapped tiles, over the five PEERS shapes at M 128/512/2048,
+    found these caps in 14 of 15 cases (Mixtral TP2 M=128: its gate/up at 128, 1.6% better); with
+    them the bench read 0.73-0.93x the uncapped time in all 15 (DeepSeek-V3 TP8 M=2048 1687.0 ->
+    1256.2 us).
+    On the held-out shapes (DeepSeek-V2-Lite, OLMoE, Llama-4-Scout TP8 at M 128/512/2048) 0.78-0.88x
+    in 8 of 9; Llama-4-Scout TP8 M=128 (16 experts, top-1) 1.06x, 134.5 against 127.4 us."""
+    def capped(tile: Tile, four_ctas: bool) -> Tile:
+        return dataclasses.replace(tile, max_registers=128 if tile.num_warps >= 8 or four_ctas else 168)
+    return dataclasses.replace(cfg, gate_up=capped(cfg.gate_up, False), down=capped(cfg.down, cfg.block_m <= 16))
+
+
 # Tail tiles of the heuristic (GroupedConfig.tail_m): an expert's last block of at most 32 routes
 # runs a swapped 32-row tile, where BLOCK_M >= 64 and that is expected to save at least
 # TAIL_MIN_SAVING of the MMA rows (``tail_saving``).  Measured on the H200 (twenty-second session,
@@ -268,7 +286,8 @@ def grouped_config(m: int, top_k: int, num_experts: int, hidden: int, inter: int
         fused = GroupedConfig(bm, Tile(128, 128, 8, 3, swap_ab=swap), down, grouped_group_m(m * top_k, num_experts, bm),
                               grouped_promote_k(m, Tile(128, 128), down, fmt), tail_m=_heuristic_tail(m * top_k, num_experts, bm, fmt))
         narrow = dataclasses.replace(fused, gate_up=Tile(64, 128, 4, 3, swap_ab=swap))
-        return narrow if bm >= 32 and fit_registers(narrow, fmt) == narrow else fused
+        cfg = narrow if bm >= 32 and fit_registers(narrow, fmt) == narrow else fused
+        return w4a8_register_caps(cfg) if fmt == "w4a8" else cfg
     gate_up, down = Tile(64, 64, warps, 3, swap_ab=swap), Tile(128, 64, warps, 3, swap_ab=swap)
     return GroupedConfig(bm, gate_up, down, grouped_group_m(m * top_k, num_experts, bm),
                          grouped_promote_k(m, gate_up, down, fmt), tail_m=_heuristic_tail(m * top_k, num_experts, bm, fmt))

@@ -357,6 +357,22 @@ def test_register_cap_moves_set_one_tiles_cap():
     assert policy._from_dict("grouped", entry).gate_up.max_registers == 0
 
 
+
+@pytest.mark.parametrize("m,top_k,experts,hidden,inter", [(128, 8, 128, 2048, 768), (512, 8, 192, 4096, 192),
+                                                          (2048, 2, 8, 4096, 7168), (300, 1, 16, 5120, 1024),
+                                                          (8192, 6, 64, 2048, 1408)])
+def test_w4a8_heuristic_caps_registers_for_one_more_cta(m, top_k, experts, hidden, inter):
+    # The w4a8 grouped heuristic caps 8-warp tiles at 128 registers, 4-warp ones at 168, and a
+    # 4-warp down at BLOCK_M 16 at 128 (w4a8_register_caps); the other formats' heuristics do not cap.
+    cfg = policy.grouped_config(m, top_k, experts, hidden, inter, "w4a8")
+    for tile, four_ctas in ((cfg.gate_up, False), (cfg.down, cfg.block_m <= 16)):
+        assert tile.max_registers == (128 if tile.num_warps == 8 or four_ctas else 168)
+    assert policy.legal("grouped", cfg, "w4a8")
+    assert policy.w4a8_register_caps(cfg) == cfg
+    for fmt in ("bf16", "fp8_tensor", "fp8_block"):
+        other = policy.grouped_config(m, top_k, experts, hidden, inter, fmt)
+        assert other.gate_up.max_registers == other.down.max_registers == 0
+
 def test_down_tiles_moves():
     # down_tiles is a move; a tensor-core down runs one tile per program.
     gemv = policy.RouteDirectConfig(policy.Tile(16, 512, 8, 1), policy.Tile(16, 128, 4, 1))
