@@ -21,7 +21,9 @@ parallel processes.  fp8_block reuses fp8 entries and fp16 bf16 ones when it has
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import io
 import itertools
 import json
 import math
@@ -267,8 +269,9 @@ def _case_timer(shape, fmt: str, path: str, m: int, device: torch.device,
     sizing = {}
 
     def time_us(cfg) -> float:
-        got = fused_moe(x, copies[0], routings[0][0], routings[0][1], path=path, config=cfg, check_ids=False,
-                        num_experts=shape.num_experts)
+        with compiler_dumps_muted():  # the first call compiles
+            got = fused_moe(x, copies[0], routings[0][0], routings[0][1], path=path, config=cfg, check_ids=False,
+                            num_experts=shape.num_experts)
         err = rel_l2(got, ref)
         if errors is not None:
             errors[cfg] = err
@@ -356,6 +359,16 @@ def _configs_to_compile(base, path: str, fmt: str, fields: set[str] | None, prom
     return list(dict.fromkeys(out))
 
 
+@contextlib.contextmanager
+def compiler_dumps_muted():
+    """Python-level stdout swallowed while a candidate compiles: Triton prints the whole PTX of a
+    tile ptxas fails on (a register cap below the tile's need: 'Internal Triton PTX codegen
+    error') before it raises, and those dumps buried the tuner's progress lines (twenty-fourth
+    session); the candidate's error is still recorded, exceptions pass through."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        yield
+
+
 def _precompile(job) -> None:
     """Compile every ``stride``-th candidate of a case, from ``first``, by running each once
     (in a worker process)."""
@@ -380,7 +393,8 @@ def _precompile(job) -> None:
     for cfg in _configs_to_compile(base, path, fmt, fields, promote_rule(path, m, fmt))[first::stride]:
         if policy.legal(path, cfg, fmt):
             try:
-                fused_moe(x, w, tw, ids, path=path, config=cfg, check_ids=False)
+                with compiler_dumps_muted():
+                    fused_moe(x, w, tw, ids, path=path, config=cfg, check_ids=False)
             except Exception:
                 pass
     torch.cuda.synchronize()
