@@ -218,9 +218,9 @@ def w4a8_register_caps(cfg: GroupedConfig) -> GroupedConfig:
     register-cap descent from the uncapped tiles, over the five PEERS shapes at M 128/512/2048,
     found these caps in 14 of 15 cases (Mixtral TP2 M=128: its gate/up at 128, 1.6% better); with
     them the bench read 0.73-0.93x the uncapped time in all 15 (DeepSeek-V3 TP8 M=2048 1687.0 ->
-    1256.2 us).
-    On the held-out shapes (DeepSeek-V2-Lite, OLMoE, Llama-4-Scout TP8 at M 128/512/2048) 0.78-0.88x
-    in 8 of 9; Llama-4-Scout TP8 M=128 (16 experts, top-1) 1.06x, 134.5 against 127.4 us."""
+    1256.2 us), and on the held-out shapes (DeepSeek-V2-Lite, OLMoE, Llama-4-Scout TP8 at M
+    128/512/2048) 0.78-0.88x in 8 of 9; Llama-4-Scout TP8 M=128 (16 experts, top-1) 1.06x, 134.5
+    against 127.4 us."""
     def capped(tile: Tile, four_ctas: bool) -> Tile:
         return dataclasses.replace(tile, max_registers=128 if tile.num_warps >= 8 or four_ctas else 168)
     return dataclasses.replace(cfg, gate_up=capped(cfg.gate_up, False), down=capped(cfg.down, cfg.block_m <= 16))

@@ -357,7 +357,6 @@ def test_register_cap_moves_set_one_tiles_cap():
     assert policy._from_dict("grouped", entry).gate_up.max_registers == 0
 
 
-
 @pytest.mark.parametrize("m,top_k,experts,hidden,inter", [(128, 8, 128, 2048, 768), (512, 8, 192, 4096, 192),
                                                           (2048, 2, 8, 4096, 7168), (300, 1, 16, 5120, 1024),
                                                           (8192, 6, 64, 2048, 1408)])
@@ -382,6 +381,7 @@ def test_compiler_dumps_muted_swallows_prints_not_errors(capsys):
             raise RuntimeError("Internal Triton PTX codegen error (ptxas)")
     print("after")
     assert capsys.readouterr().out == "after\n"
+
 
 def test_down_tiles_moves():
     # down_tiles is a move; a tensor-core down runs one tile per program.

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Throw-away (24th session): register-cap tuning (specs SHAPES:FORMATS:TOKENS:MINUTES), then bench old/new of what moved.
+# Run from the repository root with this file and changed_cases.py copied there as tmp_call.sh / tmp_changed.py (their
+# names in the calls); PRE also needs tmp_grouped_head.json: git show 66fe69d:fusedmoe/configs/NVIDIA_H200/grouped.json.
 set -u
 R=/tmp/r; rm -rf $R; mkdir -p $R/configs
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1

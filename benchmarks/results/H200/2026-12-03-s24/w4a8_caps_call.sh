@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Throw-away (24th session): the w4a8 heuristic's register caps on the GPU: tests, PEERS bench, held-out shapes with and without the caps.
+# Run from the repository root with tmp_policy_head.py beside it: git show 1d0cbff:fusedmoe/policy.py (uncapped w4a8).
 set -u
 R=/tmp/r; rm -rf $R; mkdir -p $R
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
