@@ -10,7 +10,7 @@ out-of-bounds access.
 Launches (all grids fixed by the shapes, no host sync):
 
 * ``_plan_single_kernel``       grid (1,)                          blocked, R <= 2048, E_local <= 2048
-* ``_plan_recount_kernel``      grid (cdiv(R, CHUNK),)             blocked, R <= 2048, E_local <= 512
+* ``_plan_recount_kernel``      grid (cdiv(R, CHUNK),)             blocked, R <= 2048, E_local <= 2048
 * ``_plan_tile_count_kernel``   grid (cdiv(E_local, E_TILE),)      blocked, tiled path, launch 1
 * ``_plan_tile_scatter_kernel`` grid (cdiv(E_local, E_TILE),)      blocked, tiled path, launch 2 (PDL)
 * ``_plan_count_kernel``        grid (num_chunks,)                 blocked, parallel path, step 1
@@ -123,21 +123,40 @@ def _plan_single_kernel(
 
 
 @triton.jit
+def _count_in_memory(rows_ptr, local, held, before, E_BINS: tl.constexpr):
+    """(counts, before) [E_BINS]: held routes per local expert, all of them and those where
+    ``before``, counted by one relaxed CTA-scope atomic add per held route into this program's
+    rows [2, E_BINS] at ``rows_ptr`` (zeroed here first; read back after a barrier, which the
+    PTX memory model makes sufficient between threads of one CTA)."""
+    e = tl.arange(0, E_BINS)
+    tl.store(rows_ptr + e, 0)
+    tl.store(rows_ptr + E_BINS + e, 0)
+    tl.debug_barrier()
+    # routes where ``before`` count in row 0, the others in row 1
+    tl.atomic_add(rows_ptr + tl.where(before, 0, E_BINS) + local, 1, mask=held, sem="relaxed", scope="cta")
+    tl.debug_barrier()
+    first = tl.load(rows_ptr + e)
+    return first + tl.load(rows_ptr + E_BINS + e), first
+
+
+@triton.jit
 def _plan_recount_kernel(
     ids_ptr, stride_t, stride_j, top_k, num_routes, expert_lo, num_local,
-    sorted_ptr, num_padded_cap, block_expert_ptr, num_blocks_cap, num_blocks_ptr, counts_ptr,
+    sorted_ptr, num_padded_cap, block_expert_ptr, num_blocks_cap, num_blocks_ptr, counts_ptr, scratch_ptr,
     BLOCK_M: tl.constexpr, R_PAD: tl.constexpr, CHUNK: tl.constexpr, E_BINS: tl.constexpr,
-    PAD_TILE: tl.constexpr, FILL: tl.constexpr,
+    PAD_TILE: tl.constexpr, FILL: tl.constexpr, COUNT_IN_MEMORY: tl.constexpr = False,
 ):
     """Whole blocked plan in one launch of cdiv(R, CHUNK) programs that never wait for each
-    other: program c counts every route itself (R <= 2048, E_local <= 512), so no count
+    other: program c counts every route itself (R <= 2048, E_local <= 2048), so no count
     crosses programs.
 
     counts = histogram(all held routes); before = histogram(held routes r < c*CHUNK);
     pstart = excl_cumsum(roundup(counts, BLOCK_M)).  Route r of the chunk, of expert e, goes to
     pstart[e] + before[e] + #{earlier routes of the chunk on e} (a [CHUNK, CHUNK] comparison,
     no sort; the [E_BINS] vectors are read per route with tl.gather, in registers and shared
-    memory, not through global memory).  The program holding an expert's last route writes
+    memory, not through global memory).  COUNT_IN_MEMORY counts through the program's own two
+    rows of ``scratch`` ([programs, 2, E_BINS] int32, no initial value) with one atomic add per
+    route instead of two ``tl.histogram``s.  The program holding an expert's last route writes
     that segment's padding with -1; the slots and blocks past the live part are split evenly
     over the programs.  Every slot is written by exactly one program (block_expert entries by
     each route of the block, with one value), so no ordering between programs or threads is
@@ -148,8 +167,11 @@ def _plan_recount_kernel(
     lo = c * CHUNK
     r = tl.arange(0, R_PAD)
     held, local = _load_ids(ids_ptr, r, r < num_routes, top_k, stride_t, stride_j, expert_lo, num_local)
-    counts = tl.histogram(local, E_BINS, mask=held)
-    before = tl.histogram(local, E_BINS, mask=held & (r < lo))
+    if COUNT_IN_MEMORY:
+        counts, before = _count_in_memory(scratch_ptr + c * (2 * E_BINS), local, held, r < lo, E_BINS)
+    else:
+        counts = tl.histogram(local, E_BINS, mask=held)
+        before = tl.histogram(local, E_BINS, mask=held & (r < lo))
     padded = (counts + (BLOCK_M - 1)) // BLOCK_M * BLOCK_M
     pstart = tl.cumsum(padded, 0) - padded
     total = tl.sum(padded, 0)

@@ -227,10 +227,12 @@ def sanitize(formats=GRAPH_FORMATS) -> None:
                 print(f"sanitize E={e} k={k} H={h} I={i} M={m} {fmt} {path}: {len(configs)} configs", flush=True)
     # every blocked plan kernel forced, over an expert window, with ids outside it and past E
     ids = torch.randint(-3, 40, (150, 5), device=DEV, generator=gen, dtype=torch.int32)
-    for path in ("single", "recount", "tiled", "parallel"):
+    kernels = [("single", {}), ("recount", dict(count_in_memory=False)), ("recount", dict(count_in_memory=True)),
+               ("tiled", {}), ("parallel", {})]
+    for path, extra in kernels:
         for block_m in (1, 16, 128):
-            _build(ids, 33, block_m, path=path, expert_offset=2, num_local_experts=20)
-            _build(ids.t(), 33, block_m, path=path)  # strided ids
+            _build(ids, 33, block_m, path=path, expert_offset=2, num_local_experts=20, **extra)
+            _build(ids.t(), 33, block_m, path=path, **extra)  # strided ids
     torch.cuda.synchronize()
     print("sanitize cases done")
 

@@ -36,13 +36,14 @@ Launches per call (``plan_launches``), blocked plans, chosen by ``_auto_blocked`
 E_local (one graph node each, the -1 fill inside, unless said otherwise):
 
 * one program (``_plan_single_kernel``: histogram, a bitonic sort of the R keys, scatter):
-  to 64 routes and 512 experts;
+  to 64 routes and 256 experts;
 * the recount launch (``_plan_recount_kernel``, cdiv(R, 32) programs that each count all R
   routes, rank their own 32 by comparison and write disjoint slots, no program waiting for
-  another; R <= 2048, E_local <= 512): to 256 experts while R x E_bins <= 2048 x 128;
+  another; R, E_local <= 2048): the rest to 2048 routes and experts, counting by tl.histogram
+  to 128 experts and by atomics in scratch memory of their own beyond;
 * the tiled launches (``_plan_tile_count_kernel`` then ``_plan_tile_scatter_kernel`` over tiles of
   E_TILE experts; the second, launched with PDL, ranks its experts' routes while the first
-  counts; R, E_local <= 2048): the rest;
+  counts; R, E_local <= 2048): more than 1024 routes over 129..256 experts;
 * three launches (count per chunk of 256+ routes, scan per expert tile, sort+scatter per
   chunk) for more than 2048 routes or experts.
 
@@ -53,11 +54,11 @@ kernel, two zero-fills (num_blocks, expert_counts).  Plain CPU tensors without
 indices by top_k.
 
 Measured on one H200 (CUDA graph of 50 calls, median per call; uniform ids, block_m 16;
-twenty-first session, 2026-12-03; the kernels' table is above ``SINGLE_AUTO_MAX_ROUTES``): auto
-takes 1.4-2.9 us up to 2048 routes x 8 experts, 1.7-3.6 x 64, 1.8-3.4 x 128, 1.8-4.4 x 256,
-2.5-5.7 x 512, 2.9-8.0 x 1024 and 3.2-15.0 x 2048 experts.  The issue's 3 us holds to 2048
-routes x 8 experts, 1024 x 64 and x 128, 256 x 256, 64 x 512 and 8 x 1024, not beyond (5.7 us
-at 2048 x 512, where the fifteenth session's rule took 8.0).  Tried and dropped before: a
+twenty-fifth session, 2026-12-03; the kernels' table is above ``SINGLE_AUTO_MAX_ROUTES``): auto
+takes 1.4-3.0 us up to 2048 routes x 8 experts, 1.7-3.7 x 64, 1.8-3.4 x 128, 1.9-4.4 x 256,
+1.9-5.6 x 512, 2.1-5.2 x 1024 and 2.5-5.2 x 2048 experts.  The issue's 3 us holds to 512 routes
+x 1024 experts, 1024 x 128 and 2048 x 8, not beyond (5.6 us at 2048 x 512, 3.5-3.7 at 1024 x
+256 and x 512).  Tried and dropped before: a
 sort-free rank through a count table in memory (6-47 us) and a compare kernel with no sort for
 <= 64 routes (2.5-6.0 us).
 """
@@ -91,44 +92,53 @@ PAR_E_TILE = 2048
 SCAN_TILE = 4096
 SCAN_MAX_CHUNKS = 256
 FILL = 1024
-# "auto" for blocked plans (``_auto_blocked``), from the twenty-first session's graph-timed runs on
-# the H200 (python -m fusedmoe.bench.plan, uniform ids, block_m 16; us; the tiled path at its best
-# expert tile, in brackets; benchmarks/results/H200/2026-12-03-s21/plan*):
-#   E_local  routes:  8          64         256        512        1024       2048
-#   64       single   1.69       1.91       2.49       3.04       5.33      15.31
-#            recount  1.68       2.05       2.16       2.28       2.51       3.64
-#            tiled    2.24 (1)   2.64 (1)   2.93 (1)   3.37 (1)   3.38 (1)   3.84 (1)
-#   256      single   1.99       2.31       3.11       3.82       6.26      16.23
-#            recount  2.29       2.52       2.84       3.11       3.88       5.86
-#            tiled    2.48 (1)   2.84 (1)   3.28 (1)   3.64 (1)   3.77 (1)   4.36 (1)
-#   512      single   2.93       3.17       4.02       5.19       8.80      19.49
-#            recount  3.53       3.85       4.15       4.68       6.29       9.14
-#            tiled    2.53 (2)   2.91 (2)   3.45 (4)   3.66 (2)   4.45 (2)   5.63 (2)
-#   1024     tiled    2.85 (4)   3.30 (4)   3.66 (4)   4.17 (4)   5.70 (4)   8.02 (4)
-#   2048     single  10.62      11.06      12.30      13.65      25.58      38.63
-#            tiled    3.17 (16)  3.45 (8)   4.41 (8)   5.43 (8)   8.23 (8)  13.77 (8)
-# (single: its default warps; auto's 2 warps took 2.58 / 2.60 us at 8 / 64 routes x 512.
-# The three launches: 3.7-5.3 us at 8 experts, 4.9-7.1 at 256, 5.7-8.0 at 512, 14-16.6 at 2048.)
-# The one program's sort grows with R; each recount program counts all R routes with
-# tl.histogram, whose cost grows with R x bins; each tiled program compares the R routes with
-# its E_TILE experts and ranks them by a cumsum over R, so its time grows with E_TILE x R_PAD, and
-# every program loads all E_local counts (at 2048 experts one expert per program took 7-19 us).
-# Hence: one program of 2 warps up to SINGLE_AUTO_MAX_ROUTES routes and SINGLE_AUTO_MAX_EXPERTS
-# experts; then, to RECOUNT_FEW_EXPERTS
-# experts, the recount launch while R x E_bins <= RECOUNT_MAX_WORK; the tiled launches beyond
-# (tiles of E_bins / TILED_PROGRAMS experts, which was the best tile or within 6% of it at 384,
-# 512, 1024 and 2048 experts, but at 384 x 2048, 13%); three launches for more than 2048 routes or
-# experts.  Tiled programs of 2 and 8 warps ran no faster than 4.  TILED_MAX_WORK keeps the
-# scatter program from spilling (E_TILE 8 x 2048 routes did, 255 registers; it took 13.77 us at
-# 2048 x 2048 against 14.94 for the 4 x 2048 tile auto takes).
+# "auto" for blocked plans (``_auto_blocked``), from the twenty-fifth session's graph-timed runs on the
+# H200 (python -m fusedmoe.bench.plan, uniform ids, block_m 16; us; recount in programs of 32 routes, 4
+# warps, counting by tl.histogram ("hist") or by atomics in scratch memory ("atomic"); the tiled path
+# at its default expert tile; benchmarks/results/H200/2026-12-03-s25/plan_kernels/):
+#   E_local  routes:  8      64     256    512    1024   2048
+#   8        single   1.43   1.67   2.25
+#            hist     1.47   1.63   1.72   2.04   2.26   2.97
+#            atomic   1.61   1.87   2.04   2.37   2.76   4.74
+#   64       single   1.71   1.84   2.54
+#            hist     1.69   2.07   2.17   2.32   2.53   3.65
+#            atomic   1.92   2.15   2.46   2.69   3.36   6.15
+#            tiled    2.22   2.69   3.02   3.38   3.42   3.84
+#   128      single   1.79   1.90   2.64
+#            hist     1.78   2.10   2.20   2.38   2.69   3.35
+#            atomic   1.91   2.15   2.43   2.65   3.09   4.68
+#   256      single   1.86   2.19   3.22
+#            hist     2.26   2.48   2.80   3.08   3.85   5.87
+#            atomic   1.95   2.23   2.51   2.69   3.52   5.47
+#            tiled    2.47   2.85   3.29   3.66   3.79   4.37
+#   512      single   2.58   2.64   3.79
+#            hist     3.49   3.83   4.11   4.65   6.30   9.16
+#            atomic   1.89   2.35   2.59   2.80   3.70   5.60
+#            tiled    2.53   2.93   3.51   3.67   4.42   5.58
+#   1024     atomic   2.08   2.41   2.76   3.01   3.72   5.16
+#            tiled    2.85   3.30   3.63   4.18   5.69   8.02
+#   2048     atomic   2.49   2.75   2.96   3.15   3.84   5.24
+#            tiled    3.20   3.44   4.38   5.48   8.22  14.89
+# (single at 1024 / 2048 experts: 4.4-8.7 us; recount with 8 warps or programs of 16 or 64 routes was
+# no faster over the grid: chunks of 64 cost 0.9 us more at few routes, 16 lost at 2048 routes.)
+# tl.histogram's code grows with routes x bins (its recount program at 2048 x 512 is 4560 SASS
+# instructions, 1080 counting by atomics), so it wins to 128 bins; every atomic program counts all R
+# routes, 64 x 2048 atomic adds at 2048 routes, which the tiled launches avoid at 256 experts.  Hence:
+# one program of 2 warps up to SINGLE_AUTO_MAX_ROUTES routes and SINGLE_AUTO_MAX_EXPERTS experts; then
+# the recount launch, counting by tl.histogram to RECOUNT_HISTOGRAM_MAX_BINS bins and by atomics
+# beyond, but for more than TILED_AUTO_MIN_ROUTES routes over TILED_AUTO_BINS bins, where the tiled
+# launches (tiles of E_bins / TILED_PROGRAMS experts) run; three launches for more than 2048 routes or
+# experts.  Tiled programs of 2 and 8 warps ran no faster than 4 (twenty-first session).
+# TILED_MAX_WORK keeps the scatter program from spilling (E_TILE 8 x 2048 routes did, 255 registers).
 SINGLE_AUTO_MAX_ROUTES = 64
-SINGLE_AUTO_MAX_EXPERTS = 512
+SINGLE_AUTO_MAX_EXPERTS = 256
 SINGLE_AUTO_WARPS = 2
-RECOUNT_FEW_EXPERTS = 256
-RECOUNT_MAX_EXPERTS = 512
-RECOUNT_MAX_WORK = 2048 * 128
+RECOUNT_MAX_EXPERTS = 2048
+RECOUNT_HISTOGRAM_MAX_BINS = 128
 RECOUNT_CHUNK = 32
 RECOUNT_WARPS = 4
+TILED_AUTO_MIN_ROUTES = 1025
+TILED_AUTO_BINS = 256
 INTERPRETER_RECOUNT_CHUNK = 256
 TILED_MAX_ROUTES = 2048
 TILED_MAX_EXPERTS = 2048
@@ -221,9 +231,15 @@ def _auto_blocked(num_routes: int, num_local_experts: int) -> tuple[str, int | N
         return "parallel", None
     if num_routes <= SINGLE_AUTO_MAX_ROUTES and num_local_experts <= SINGLE_AUTO_MAX_EXPERTS:
         return "single", SINGLE_AUTO_WARPS
-    if num_local_experts <= RECOUNT_FEW_EXPERTS and num_routes * _width(num_local_experts) <= RECOUNT_MAX_WORK:
-        return "recount", None
-    return "tiled", None
+    if num_routes >= TILED_AUTO_MIN_ROUTES and _width(num_local_experts) == TILED_AUTO_BINS:
+        return "tiled", None
+    return "recount", None
+
+
+def _recount_in_memory(num_local_experts: int) -> bool:
+    """Whether the recount kernel counts by atomics in scratch memory (above
+    RECOUNT_HISTOGRAM_MAX_BINS histogram bins) rather than by tl.histogram."""
+    return _width(num_local_experts) > RECOUNT_HISTOGRAM_MAX_BINS
 
 
 def _auto_chunk(num_routes: int) -> int:
@@ -310,13 +326,14 @@ def build_plan(
 
 def _build(
     topk_ids, num_experts, block_m, *, expert_offset=0, num_local_experts=None, no_permute=False,
-    path="auto", chunk=None, e_tile=None, warps=None,
+    path="auto", chunk=None, e_tile=None, warps=None, count_in_memory=None,
 ) -> RoutePlan:
     """build_plan with the blocked path forceable ("single" | "recount" | "tiled" | "parallel") and its
     tiles settable, for tests and benchmarks: ``chunk`` (a power of two) is the routes per
     program of "recount" (None: _recount_chunk) and "parallel" (None: _auto_chunk), ``e_tile``
     the expert tile of "parallel" (None: PAR_E_TILE) and of "tiled" (None: _tile_experts), ``warps`` the
-    warps of a "single", "recount" or "tiled" program (None: their rules)."""
+    warps of a "single", "recount" or "tiled" program (None: their rules), ``count_in_memory`` whether
+    "recount" counts by atomics in scratch memory rather than tl.histogram (None: _recount_in_memory)."""
     num_routes, num_local, padded, blocks = _check_args(
         topk_ids, num_experts, block_m, expert_offset, num_local_experts, no_permute
     )
@@ -361,7 +378,8 @@ def _build(
                           num_blocks, counts, e_tile or _tile_experts(num_routes, num_local), warps or TILED_WARPS)
         elif path == "recount":
             _launch_recount(K, common, num_routes, num_local, block_m, padded, blocks, sorted_routes,
-                            block_expert, num_blocks, counts, chunk or _recount_chunk(), warps or RECOUNT_WARPS)
+                            block_expert, num_blocks, counts, chunk or _recount_chunk(), warps or RECOUNT_WARPS,
+                            _recount_in_memory(num_local) if count_in_memory is None else count_in_memory)
         elif path == "single":
             r_pad = _width(num_routes)
             off = _empty(num_local, device)
@@ -384,14 +402,18 @@ def _recount_chunk() -> int:
 
 
 def _launch_recount(K, common, num_routes, num_local, block_m, padded, blocks, sorted_routes,
-                    block_expert, num_blocks, counts, chunk, num_warps):
-    """One launch of cdiv(R, chunk) programs, each recounting every route (R <= 2048)."""
+                    block_expert, num_blocks, counts, chunk, num_warps, in_memory):
+    """One launch of cdiv(R, chunk) programs, each recounting every route (R <= 2048); with
+    ``in_memory`` through scratch rows of their own ([programs, 2, E_bins] int32)."""
     r_pad = _width(num_routes)
     chunk = min(chunk, r_pad)
-    K._plan_recount_kernel[(-(-num_routes // chunk),)](
-        *common, sorted_routes, padded, block_expert, blocks, num_blocks, counts,
+    grid = -(-num_routes // chunk)
+    e_bins = _width(num_local)
+    scratch = _empty(grid * 2 * e_bins if in_memory else 1, sorted_routes.device)
+    K._plan_recount_kernel[(grid,)](
+        *common, sorted_routes, padded, block_expert, blocks, num_blocks, counts, scratch,
         BLOCK_M=block_m, R_PAD=r_pad, CHUNK=chunk,
-        E_BINS=_width(num_local), PAD_TILE=min(block_m, 64), FILL=FILL, num_warps=num_warps,
+        E_BINS=e_bins, PAD_TILE=min(block_m, 64), FILL=FILL, COUNT_IN_MEMORY=in_memory, num_warps=num_warps,
     )
 
 

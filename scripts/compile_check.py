@@ -220,10 +220,12 @@ CASES = [
     ("plan one program R2048 E512", _plan_single_kernel, dict(ids_ptr="*i32", sorted_ptr="*i32",
      block_expert_ptr="*i32", num_blocks_ptr="*i32", counts_ptr="*i32", off_ptr="*i32"),
      dict(BLOCK_M=16, R_PAD=2048, LOG_R=11, E_BINS=512, FILL=1024), 8, False),
-    *[(f"plan recount R2048 E{e} chunk{chunk} {warps} warps", _plan_recount_kernel, dict(
-        ids_ptr="*i32", sorted_ptr="*i32", block_expert_ptr="*i32", num_blocks_ptr="*i32", counts_ptr="*i32"),
-       dict(BLOCK_M=16, R_PAD=2048, CHUNK=chunk, E_BINS=e, PAD_TILE=16, FILL=1024), warps, False)
-      for e, chunk, warps in ((512, 32, 4), (256, 32, 4), (512, 128, 4))],  # auto's; the widest chunk tested
+    *[(f"plan recount R2048 E{e} chunk{chunk} {warps} warps{' histogram' * (not mem)}", _plan_recount_kernel, dict(
+        ids_ptr="*i32", sorted_ptr="*i32", block_expert_ptr="*i32", num_blocks_ptr="*i32", counts_ptr="*i32",
+        scratch_ptr="*i32"),
+       dict(BLOCK_M=16, R_PAD=2048, CHUNK=chunk, E_BINS=e, PAD_TILE=16, FILL=1024, COUNT_IN_MEMORY=mem), warps, False)
+      for e, chunk, warps, mem in ((512, 32, 4, True), (2048, 32, 4, True), (512, 64, 8, True), (512, 128, 4, True),
+                                   (512, 32, 4, False))],
     *[(f"plan tiled count R{r} E_TILE{et}", _plan_tile_count_kernel, dict(ids_ptr="*i32", counts_ptr="*i32"),
        dict(E_TILE=et, R_PAD=r, LAUNCH_DEPENDENTS=True), 4, False) for r, et in ((2048, 2), (2048, 4), (1024, 8), (64, 1))],
     *[(f"plan tiled scatter R{r} E_TILE{et} E{e} block_m {bm}", _plan_tile_scatter_kernel, dict(

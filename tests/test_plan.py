@@ -60,9 +60,10 @@ def _assert_equal(got: RoutePlan, want: RoutePlan) -> None:
         assert torch.equal(a, b), f"{f}: got {a.tolist()[:64]} want {b.tolist()[:64]}"
 
 
-def _check(ids, num_experts, block_m, *, path="auto", chunk=None, e_tile=None, **kw) -> RoutePlan:
+def _check(ids, num_experts, block_m, *, path="auto", chunk=None, e_tile=None, count_in_memory=None,
+           **kw) -> RoutePlan:
     """Kernel plan == reference plan on every field; returns the kernel plan."""
-    extra = {}
+    extra = {"count_in_memory": count_in_memory}
     if chunk is not None:
         extra["chunk"] = chunk
     if e_tile is not None:
@@ -135,12 +136,12 @@ def test_sizes_are_reached():
 def test_plan_launches():
     # documented launch counts per path
     assert plan_launches(0, 4) == 0
-    assert plan_launches(64, 512) == 1  # one program to 64 routes and 512 experts
-    assert plan_launches(64, 2048) == 2  # above 512 experts: the tiled launches
-    assert plan_launches(2048, 128) == 1  # the recount launch: 2048 x 128 is its largest work
+    assert plan_launches(64, 256) == 1  # one program to 64 routes and 256 experts
+    assert plan_launches(64, 2048) == 1  # the recount launch to 2048 routes and experts
+    assert plan_launches(2048, 128) == 1
     assert plan_launches(1024, 256) == 1
     assert plan_launches(2048, 256) == 2  # the tiled launches beat the recount there (H200)
-    assert plan_launches(512, 512) == 2
+    assert plan_launches(2048, 512) == 1
     assert plan_launches(2049, 4) == 3  # beyond the one- and two-launch kernels
     assert plan_launches(16, 2049) == 3
     assert plan_launches(100_000, 4, no_permute=True) == 1
@@ -149,20 +150,26 @@ def test_plan_launches():
 @pytest.mark.parametrize(
     "r, e, path, warps",
     [
-        (64, 512, "single", 2),  # small R: one program of 2 warps, up to 512 experts
-        (64, 513, "tiled", None),  # above 512 experts the tiled launches from the first route
-        (65, 256, "recount", None),  # past 64 routes the recount launch, up to 256 experts
-        (65, 257, "tiled", None),  # and the tiled launches above
-        (1024, 200, "recount", None),  # 200 experts count as 256 histogram bins: 1024 x 256 fits
-        (1025, 200, "tiled", None),
-        (2048, 8, "recount", None),  # few experts: the recount launch to 2048 routes
-        (2048, 2048, "tiled", None),
+        (64, 256, "single", 2),  # small R: one program of 2 warps, up to 256 experts
+        (64, 257, "recount", None),  # above 256 experts the recount launch from the first route
+        (65, 256, "recount", None),  # and past 64 routes
+        (1024, 200, "recount", None),  # 200 experts count as 256 bins: the recount to 1024 routes
+        (1025, 200, "tiled", None),  # then the tiled launches, at 256 bins only
+        (1025, 257, "recount", None),
+        (2048, 8, "recount", None),
+        (2048, 2048, "recount", None),
         (2049, 8, "parallel", None),  # beyond 2048 routes or experts, three launches
         (8, 2049, "parallel", None),
     ],
 )
 def test_auto_blocked_rule(r, e, path, warps):
     assert plan_mod._auto_blocked(r, e) == (path, warps)
+
+
+def test_recount_counts_by_atomics_above_128_bins():
+    # tl.histogram to 128 bins, atomics in scratch memory beyond (the bins are a power of two >= 16)
+    assert [plan_mod._recount_in_memory(e) for e in (1, 16, 100, 128, 129, 256, 2048)] == [
+        False, False, False, False, True, True, True]
 
 
 def test_tile_experts_rule():
@@ -203,7 +210,7 @@ def test_forced_path_errors():
     with pytest.raises(ValueError, match="path: 'recount' needs"):
         plan_mod._build(ids, 4, 16, path="recount")  # 2049 routes
     with pytest.raises(ValueError, match="path: 'recount' needs"):
-        plan_mod._build(ids[:4], 513, 16, path="recount")  # 513 experts
+        plan_mod._build(ids[:4], 2049, 16, path="recount")  # 2049 experts
     with pytest.raises(ValueError, match="path: 'tiled' needs"):
         plan_mod._build(ids, 4, 16, path="tiled")  # 2049 routes
     with pytest.raises(ValueError, match="path: 'tiled' needs"):
@@ -266,14 +273,16 @@ def test_parallel_small(m, k, e, bm, chunk, e_tile):
         (40, 8, 7, 1, 16),  # block_m 1 (no padding), 20 programs over 7 experts
         (30, 8, 5, 1024, 32),  # the widest block: each segment's padding spans many pad tiles
         (256, 8, 512, 16, 64),  # 2048 routes: the largest plan, 32 programs of the default chunk
-        (256, 8, 300, 64, 128),  # 2048 routes x 300 experts (512 bins, the most it takes), chunks of 128
+        (256, 8, 300, 64, 128),  # 2048 routes x 300 experts (512 bins), chunks of 128
+        (64, 8, 1500, 16, 128),  # 512 routes x 1500 experts (2048 bins, the most it takes)
     ],
 )
-def test_recount_small(m, k, e, bm, chunk):
+@pytest.mark.parametrize("in_memory", [True, False], ids=["atomics", "histogram"])
+def test_recount_small(m, k, e, bm, chunk, in_memory):
     # every route's slot comes from counts its program made itself: chunks split experts'
     # routes across programs, and each expert's padding is written by the program of its last route
     ids = _ids(m, k, e, drop=0.2)
-    _check(ids, e, bm, path="recount", chunk=chunk)
+    _check(ids, e, bm, path="recount", chunk=chunk, count_in_memory=in_memory)
 
 
 def test_parallel_scan_many_chunks(monkeypatch):
@@ -372,13 +381,15 @@ class _LaunchCounter:
 @pytest.mark.parametrize(
     "m, k, e, path, launches",
     [
-        (8, 8, 512, "auto", 1),  # R = 64: one program
+        (8, 8, 256, "auto", 1),  # R = 64: one program
+        (8, 8, 512, "auto", 1),  # R = 64 x 512 experts: the recount launch, counting by atomics
         (64, 8, 256, "auto", 1),  # R = 512 x 256 experts: the recount launch
-        (65, 8, 512, "auto", 2),  # R = 520 x 512 experts: tiled
+        (129, 8, 256, "auto", 2),  # R = 1032 x 256 experts: tiled
         (256, 8, 64, "single", 1),  # R = 2048: the one program's largest plan (forced)
         (256, 8, 64, "recount", 1),  # and the recount launch's (forced)
         (2049, 1, 64, "auto", 3),  # R = 2049: parallel
-        (2, 8, 2048, "auto", 2),  # E = 2048: tiled, 8 experts per program
+        (2, 8, 2048, "auto", 1),  # E = 2048: the recount launch
+        (2, 8, 2048, "tiled", 2),  # (forced: tiled, 8 experts per program)
         (2, 8, 2049, "auto", 3),  # E = 2049: parallel
     ],
 )

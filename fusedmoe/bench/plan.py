@@ -31,12 +31,14 @@ def _ids(routes: int, experts: int, top_k: int) -> torch.Tensor:
 
 
 def run(routes: list[int], experts: list[int], top_k: int, block_m: int, path: str = "auto",
-        chunk: int | None = None, warps: int | None = None, e_tile: int | None = None) -> list[dict]:
+        chunk: int | None = None, warps: int | None = None, e_tile: int | None = None,
+        count_in_memory: bool | None = None) -> list[dict]:
     rows = []
     for e in experts:
         for r in routes:
             ids = _ids(r, e, top_k)
-            build = lambda: _build(ids, e, block_m, path=path, chunk=chunk, warps=warps, e_tile=e_tile)  # noqa: E731
+            build = lambda: _build(ids, e, block_m, path=path, chunk=chunk, warps=warps, e_tile=e_tile,  # noqa: E731
+                                   count_in_memory=count_in_memory)
             got, ref = build(), reference_plan(ids, e, block_m)
             n = int(ref.num_blocks.item()) * block_m
             equal = (torch.equal(got.num_blocks, ref.num_blocks) and torch.equal(got.expert_counts, ref.expert_counts)
@@ -47,7 +49,8 @@ def run(routes: list[int], experts: list[int], top_k: int, block_m: int, path: s
             launches = {"parallel": 3, "tiled": 2}.get(kernel, 1)  # as plan_launches counts them
             rows.append(dict(routes=ids.numel(), experts=e, block_m=block_m, path=path, kernel=kernel,
                              chunk=chunk or (_recount_chunk() if kernel == "recount" else _auto_chunk(ids.numel())),
-                             e_tile=e_tile, warps=warps, launches=launches, us=us, equal=equal))
+                             e_tile=e_tile, warps=warps, count_in_memory=count_in_memory, launches=launches, us=us,
+                             equal=equal))
             print(f"R={ids.numel():6d} E={e:5d}: {us:6.2f} us, {kernel}, {rows[-1]['launches']} launch(es), "
                   f"equal to the reference: {equal}", flush=True)
     return rows
@@ -64,13 +67,16 @@ def main(argv=None) -> int:
                     "(default: plan._recount_chunk, plan._auto_chunk)")
     ap.add_argument("--e-tile", type=int, help="experts per program of the tiled and parallel paths (default: their rules in plan)")
     ap.add_argument("--warps", type=int, help="warps per program of the single, recount and tiled paths (default: their rules in plan)")
+    ap.add_argument("--histogram", action="store_true", help="the recount path counts with tl.histogram, "
+                    "not atomics in scratch memory")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("plan bench: needs a CUDA GPU")
         return 2
     rows = run([int(v) for v in args.routes.split(",")], [int(v) for v in args.experts.split(",")],
-               args.top_k, args.block_m, args.path, args.chunk, args.warps, args.e_tile)
+               args.top_k, args.block_m, args.path, args.chunk, args.warps, args.e_tile,
+               False if args.histogram else None)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         meta = dict(device=torch.cuda.get_device_name(), torch=torch.__version__,
@@ -79,7 +85,7 @@ def main(argv=None) -> int:
         md = [f"Route plan, graph-timed ({meta['device']}, torch {meta['torch']}, Triton {meta['triton']}); "
               f"target <= {TARGET_US} us for R <= 2048, E <= 512", "",
               f"Path {args.path}, chunk {rows[0]['chunk'] if rows else '-'}, e_tile {args.e_tile or 'default'}, "
-              f"warps {args.warps or 'default'}", "",
+              f"warps {args.warps or 'default'}, recount counts by {'tl.histogram' if args.histogram else 'atomics'}", "",
               "| routes | experts | kernel | launches | us | equal to reference |", "|---|---|---|---|---|---|"]
         md += [f"| {r['routes']} | {r['experts']} | {r['kernel']} | {r['launches']} | {r['us']:.2f} | {r['equal']} |"
                for r in rows]
