@@ -409,7 +409,8 @@ def _launch_recount(K, common, num_routes, num_local, block_m, padded, blocks, s
     chunk = min(chunk, r_pad)
     grid = -(-num_routes // chunk)
     e_bins = _width(num_local)
-    scratch = _empty(grid * 2 * e_bins if in_memory else 1, sorted_routes.device)
+    # the histogram count reads no scratch: counts stands in for the pointer, no allocation
+    scratch = _empty(grid * 2 * e_bins, sorted_routes.device) if in_memory else counts
     K._plan_recount_kernel[(grid,)](
         *common, sorted_routes, padded, block_expert, blocks, num_blocks, counts, scratch,
         BLOCK_M=block_m, R_PAD=r_pad, CHUNK=chunk,
