@@ -12,6 +12,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from ._pdl import pdl_enter, pdl_wait
 from ._runtime import interpreting
 
 FP8_MAX = 448.0
@@ -95,8 +96,9 @@ def quantize_group(v, ok):
 
 @triton.jit
 def _quantize_rows_kernel(a_ptr, q_ptr, s_ptr, rows, cols, stride_a, stride_q, stride_s,
-                          BLOCK_R: tl.constexpr, GROUP: tl.constexpr):
+                          BLOCK_R: tl.constexpr, GROUP: tl.constexpr, PDL: tl.constexpr = False):
     """a [rows, cols] -> q e4m3 [rows, cols], s fp32 [rows, ceil(cols/GROUP)]; grid (row blocks, groups)."""
+    pdl_enter(PDL)
     r = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     c = tl.program_id(1) * GROUP + tl.arange(0, GROUP)
     ok = (r[:, None] < rows) & (c[None, :] < cols)
@@ -108,9 +110,10 @@ def _quantize_rows_kernel(a_ptr, q_ptr, s_ptr, rows, cols, stride_a, stride_q, s
 
 @triton.jit
 def _quantize_whole_rows_kernel(a_ptr, q_ptr, s_ptr, rows, cols, stride_a, stride_q,
-                                BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+                                BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr, PDL: tl.constexpr = False):
     """a [rows, cols] -> q e4m3 [rows, cols], s fp32 [rows]: one scale per row (the row's amax
     / 448), the same rounding as quantize_group; two passes over the row; grid (row blocks,)."""
+    pdl_enter(PDL)
     r = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     r_ok = r < rows
     a_row = a_ptr + r[:, None].to(tl.int64) * stride_a
@@ -156,18 +159,31 @@ def is_held(expert, expert_offset, num_local):
 @triton.jit
 def _combine_kernel(y_ptr, w_ptr, ids_ptr, shared_ptr, out_ptr, hidden, expert_offset, num_local,
                     stride_y, stride_s, stride_o,
-                    TOPK: tl.constexpr, HAS_SHARED: tl.constexpr, BLOCK_H: tl.constexpr):
-    """out[t] = sum_j w[t,j] * y[t*k+j] (+ shared[t]); routes not held are skipped.  Fixed order j = 0..k-1."""
+                    TOPK: tl.constexpr, TOPK_PAD: tl.constexpr, HAS_SHARED: tl.constexpr, BLOCK_H: tl.constexpr,
+                    PDL: tl.constexpr = False):
+    """out[t] = sum_j w[t,j] * y[t*k+j] (+ shared[t]); routes not held are skipped.  Fixed order j = 0..k-1.
+
+    With PDL (the last launch of a chain of ``pdl_enter`` kernels) the routing and shared[t],
+    written before the chain began, are read before the wait for the grid that writes y; the
+    next grid is not let launch early."""
     t = tl.program_id(0)
     h = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
     h_ok = h < hidden
+    j = tl.arange(0, TOPK_PAD)  # the token's routes, TOPK_PAD = next power of two >= TOPK
+    r = t * TOPK + j
+    held = is_held(tl.load(ids_ptr + r, mask=j < TOPK, other=-1), expert_offset, num_local)
+    w = tl.where(held, tl.load(w_ptr + r, mask=held, other=0.0).to(tl.float32), 0.0)
     acc = tl.zeros([BLOCK_H], dtype=tl.float32)
-    for j in tl.static_range(TOPK):
-        r = t * TOPK + j
-        held = is_held(tl.load(ids_ptr + r), expert_offset, num_local)
-        w = tl.load(w_ptr + r).to(tl.float32)
-        y = tl.load(y_ptr + r.to(tl.int64) * stride_y + h, mask=h_ok & held, other=0.0).to(tl.float32)
-        acc += tl.where(held, w, 0.0) * y
     if HAS_SHARED:
-        acc += tl.load(shared_ptr + t.to(tl.int64) * stride_s + h, mask=h_ok, other=0.0).to(tl.float32)
+        shared = tl.load(shared_ptr + t.to(tl.int64) * stride_s + h, mask=h_ok, other=0.0).to(tl.float32)
+    if PDL:
+        pdl_wait()
+    for jj in tl.static_range(TOPK):
+        rj = t * TOPK + jj
+        held_j = tl.sum(tl.where(j == jj, held.to(tl.int32), 0), 0) > 0
+        w_j = tl.sum(tl.where(j == jj, w, 0.0), 0)
+        y = tl.load(y_ptr + rj.to(tl.int64) * stride_y + h, mask=h_ok & held_j, other=0.0).to(tl.float32)
+        acc += w_j * y
+    if HAS_SHARED:
+        acc += shared
     tl.store(out_ptr + t.to(tl.int64) * stride_o + h, acc.to(out_ptr.dtype.element_ty), mask=h_ok)

@@ -12,11 +12,15 @@ Launches (all grids fixed by the shapes, no host sync):
 * ``_plan_single_kernel``       grid (1,)                          blocked, R <= 2048, E_local <= 2048
 * ``_plan_recount_kernel``      grid (cdiv(R, CHUNK),)             blocked, R <= 2048, E_local <= 2048
 * ``_plan_tile_count_kernel``   grid (cdiv(E_local, E_TILE),)      blocked, tiled path, launch 1
-* ``_plan_tile_scatter_kernel`` grid (cdiv(E_local, E_TILE),)      blocked, tiled path, launch 2 (PDL)
+* ``_plan_tile_scatter_kernel`` grid (cdiv(E_local, E_TILE),)      blocked, tiled path, launch 2
 * ``_plan_count_kernel``        grid (num_chunks,)                 blocked, parallel path, step 1
 * ``_plan_chunk_scan_kernel``   grid (cdiv(E_local, EXPERTS),)     blocked, parallel path, step 2
 * ``_plan_scatter_kernel``      grid (num_chunks,)                 blocked, parallel path, step 3
 * ``_plan_no_permute_kernel``   grid (1,)                          no-permute plans
+
+Each takes a PDL constexpr (``_pdl.pdl_enter``): launched with programmatic dependent launch it
+waits for the previous grid before it reads the ids, then lets the next grid (the GEMM that
+reads the plan) launch; the tiled scatter launch reads the ids before its wait.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ._pdl import pdl_launch_dependents, pdl_wait
+from ._pdl import pdl_enter
 
 SINGLE_MAX_ROUTES = 2048
 SINGLE_MAX_EXPERTS = 2048
@@ -88,6 +92,7 @@ def _plan_single_kernel(
     sorted_ptr, num_padded_cap, block_expert_ptr, num_blocks_cap,
     num_blocks_ptr, counts_ptr, off_ptr,
     BLOCK_M: tl.constexpr, R_PAD: tl.constexpr, LOG_R: tl.constexpr, E_BINS: tl.constexpr, FILL: tl.constexpr,
+    PDL: tl.constexpr = False,
 ):
     """Whole blocked plan in one program (R <= 2048, E_local <= 2048).
 
@@ -96,6 +101,7 @@ def _plan_single_kernel(
     stable sort of key = bin * 4096 + r (bin = E_local for routes not held);
     sorted position i of expert e goes to off[e] + i (off gathered back through memory).
     """
+    pdl_enter(PDL)
     _fill_minus_one(sorted_ptr, 0, num_padded_cap, FILL)
     _fill_minus_one(block_expert_ptr, 0, num_blocks_cap, FILL)
 
@@ -144,7 +150,7 @@ def _plan_recount_kernel(
     ids_ptr, stride_t, stride_j, top_k, num_routes, expert_lo, num_local,
     sorted_ptr, num_padded_cap, block_expert_ptr, num_blocks_cap, num_blocks_ptr, counts_ptr, scratch_ptr,
     BLOCK_M: tl.constexpr, R_PAD: tl.constexpr, CHUNK: tl.constexpr, E_BINS: tl.constexpr,
-    PAD_TILE: tl.constexpr, FILL: tl.constexpr, COUNT_IN_MEMORY: tl.constexpr = False,
+    PAD_TILE: tl.constexpr, FILL: tl.constexpr, COUNT_IN_MEMORY: tl.constexpr = False, PDL: tl.constexpr = False,
 ):
     """Whole blocked plan in one launch of cdiv(R, CHUNK) programs that never wait for each
     other: program c counts every route itself (R <= 2048, E_local <= 2048), so no count
@@ -162,6 +168,7 @@ def _plan_recount_kernel(
     each route of the block, with one value), so no ordering between programs or threads is
     needed.
     """
+    pdl_enter(PDL)
     c = tl.program_id(0)
     progs = tl.num_programs(0)
     lo = c * CHUNK
@@ -220,14 +227,13 @@ def _tile_hits(ids_ptr, stride_t, stride_j, top_k, num_routes, expert_lo, num_lo
 @triton.jit
 def _plan_tile_count_kernel(
     ids_ptr, stride_t, stride_j, top_k, num_routes, expert_lo, num_local, counts_ptr,
-    E_TILE: tl.constexpr, R_PAD: tl.constexpr, LAUNCH_DEPENDENTS: tl.constexpr,
+    E_TILE: tl.constexpr, R_PAD: tl.constexpr, PDL: tl.constexpr = False,
 ):
     """Tiled path, launch 1 (R <= R_PAD <= 2048), program p = local experts [p*E_TILE, (p+1)*E_TILE):
-    counts[e] = held routes on e, by comparing every route with the tile's experts.  Launched in
-    plain stream order; with LAUNCH_DEPENDENTS it first lets launch 2 (PDL) start, whose programs
-    load the ids and rank their routes meanwhile."""
-    if LAUNCH_DEPENDENTS:
-        pdl_launch_dependents()
+    counts[e] = held routes on e, by comparing every route with the tile's experts.  With PDL it
+    first waits for the previous grid, then lets launch 2 start, whose programs load the ids
+    and rank their routes meanwhile."""
+    pdl_enter(PDL)
     e, r, hit = _tile_hits(ids_ptr, stride_t, stride_j, top_k, num_routes, expert_lo, num_local, E_TILE, R_PAD)
     tl.store(counts_ptr + e, tl.sum(hit.to(tl.int32), axis=1), mask=e < num_local)
 
@@ -237,11 +243,11 @@ def _plan_tile_scatter_kernel(
     ids_ptr, stride_t, stride_j, top_k, num_routes, expert_lo, num_local,
     counts_ptr, sorted_ptr, num_padded_cap, block_expert_ptr, num_blocks_cap, num_blocks_ptr,
     BLOCK_M: tl.constexpr, E_TILE: tl.constexpr, R_PAD: tl.constexpr, E_PAD: tl.constexpr,
-    PAD_TILE: tl.constexpr, B_TILE: tl.constexpr, FILL: tl.constexpr, PDL: tl.constexpr,
+    PAD_TILE: tl.constexpr, B_TILE: tl.constexpr, FILL: tl.constexpr, PDL: tl.constexpr = False,
 ):
     """Tiled path, launch 2, the same expert tiles: the tile's segments of the plan.
 
-    Before waiting for launch 1 (PDL): the hits of the tile's experts and each hit's rank among
+    Before waiting for launch 1 (PDL; then it lets the next grid launch): the hits of the tile's experts and each hit's rank among
     its expert's routes (a cumsum along the routes: ascending r).  After: blocks[e] =
     cdiv(counts[e], BLOCK_M) over all experts (launch 1's counts), the tile's first block =
     sum of blocks below it, bstart[e] = that + the exclusive cumsum within the tile.  Route r,
@@ -255,8 +261,7 @@ def _plan_tile_scatter_kernel(
     hits = hit.to(tl.int32)
     rank = tl.cumsum(hits, axis=1) - 1
     count = tl.sum(hits, axis=1)
-    if PDL:
-        pdl_wait()
+    pdl_enter(PDL)
     ea = tl.arange(0, E_PAD)
     blocks_all = (tl.load(counts_ptr + ea, mask=ea < num_local, other=0) + (BLOCK_M - 1)) // BLOCK_M
     total = tl.sum(blocks_all, 0)
@@ -297,7 +302,7 @@ def _plan_count_kernel(
     sorted_ptr, num_padded_cap, sorted_fill_per_prog,
     block_expert_ptr, num_blocks_cap, blocks_fill_per_prog,
     chunk_counts_ptr, chunk_excl_ptr,
-    CHUNK: tl.constexpr, E_TILE: tl.constexpr, FILL: tl.constexpr,
+    CHUNK: tl.constexpr, E_TILE: tl.constexpr, FILL: tl.constexpr, PDL: tl.constexpr = False,
 ):
     """Parallel path, step 1, program c = chunk of routes [c*CHUNK, (c+1)*CHUNK).
 
@@ -305,6 +310,7 @@ def _plan_count_kernel(
     expert e: chunk_counts[c, e] = routes of e in the chunk and chunk_excl[c, e] = routes
     of the chunk with an expert < e (in-chunk exclusive cumsum).
     """
+    pdl_enter(PDL)
     c = tl.program_id(0)
     lo = c * sorted_fill_per_prog
     _fill_minus_one(sorted_ptr, lo, tl.minimum(lo + sorted_fill_per_prog, num_padded_cap), FILL)
@@ -327,7 +333,7 @@ def _plan_count_kernel(
 @triton.jit
 def _plan_chunk_scan_kernel(
     chunk_counts_ptr, chunk_off_ptr, totals_ptr, num_chunks, num_local,
-    CHUNKS: tl.constexpr, EXPERTS: tl.constexpr,
+    CHUNKS: tl.constexpr, EXPERTS: tl.constexpr, PDL: tl.constexpr = False,
 ):
     """Parallel path, step 2, program p = experts [p*EXPERTS, (p+1)*EXPERTS).
 
@@ -335,6 +341,7 @@ def _plan_chunk_scan_kernel(
     Overwrites chunk_off (holding chunk_excl on entry) with prior - chunk_excl, and
     writes totals[e] = routes of expert e.
     """
+    pdl_enter(PDL)
     e = tl.program_id(0) * EXPERTS + tl.arange(0, EXPERTS)
     e_ok = e < num_local
     carry = tl.zeros([EXPERTS], dtype=tl.int32)
@@ -356,6 +363,7 @@ def _plan_scatter_kernel(
     totals_ptr, chunk_off_ptr, pstart_ptr,
     sorted_ptr, block_expert_ptr, num_blocks_ptr, counts_ptr,
     BLOCK_M: tl.constexpr, CHUNK: tl.constexpr, LOG_CHUNK: tl.constexpr, E_TILE: tl.constexpr,
+    PDL: tl.constexpr = False,
 ):
     """Parallel path, step 3, program c = chunk c.
 
@@ -365,6 +373,7 @@ def _plan_scatter_kernel(
     (expert, route) and the scatter: sorted position i of expert e goes to
     pstart[e] + chunk_off[c, e] + i.
     """
+    pdl_enter(PDL)
     c = tl.program_id(0)
     first = c == 0
     carry = 0
@@ -399,6 +408,7 @@ def _plan_no_permute_kernel(
     ids_ptr, stride_t, stride_j, top_k, num_routes, expert_lo, num_local,
     sorted_ptr, block_expert_ptr, num_blocks_ptr, counts_ptr,
     BLOCK_M: tl.constexpr, BLOCK_R: tl.constexpr, E_TILE: tl.constexpr, FILL: tl.constexpr,
+    PDL: tl.constexpr = False,
 ):
     """No-permute plan in one program: block b = route b.
 
@@ -406,6 +416,7 @@ def _plan_no_permute_kernel(
     block_expert[b] = local id of route b, or -1 if not held      (b < R)
     expert_counts = histogram of held local ids; num_blocks = R.
     """
+    pdl_enter(PDL)
     offs = tl.arange(0, FILL)
     for s in range(0, num_routes * BLOCK_M, FILL):
         p = s + offs

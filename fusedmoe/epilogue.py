@@ -17,6 +17,7 @@ import triton
 from . import quant
 from . import reference as ref
 from ._epilogue_kernels import _combine_kernel, _quantize_rows_kernel, _quantize_whole_rows_kernel, _swiglu_kernel
+from ._pdl import pdl_launch
 from ._runtime import cdiv, runs_triton
 
 _BLOCK_R = 4
@@ -49,10 +50,12 @@ def quantize_rows(a: torch.Tensor, whole_rows: bool = False) -> tuple[torch.Tens
     if rows and cols and whole_rows:
         block_c = min(triton.next_power_of_2(cols), _WHOLE_ROW_COLS)
         _quantize_whole_rows_kernel[(rows,)](a, q, s, rows, cols, a.stride(0), q.stride(0), BLOCK_R=1,
-                                             BLOCK_C=block_c, num_warps=8 if block_c == _WHOLE_ROW_COLS else 4)
+                                             BLOCK_C=block_c, num_warps=8 if block_c == _WHOLE_ROW_COLS else 4,
+                                             **pdl_launch(a.device))
     elif rows and cols:
         _quantize_rows_kernel[(cdiv(rows, _BLOCK_R), groups)](
-            a, q, s, rows, cols, a.stride(0), q.stride(0), s.stride(0), BLOCK_R=_BLOCK_R, GROUP=quant.GROUP)
+            a, q, s, rows, cols, a.stride(0), q.stride(0), s.stride(0), BLOCK_R=_BLOCK_R, GROUP=quant.GROUP,
+            **pdl_launch(a.device))
     return q, s
 
 
@@ -104,4 +107,5 @@ def combine_launch(y: torch.Tensor, topk_weights: torch.Tensor, topk_ids: torch.
     _combine_kernel[(m, cdiv(hidden, block_h))](
         y, topk_weights, topk_ids, shared_output if shared_output is not None else out, out, hidden,
         expert_offset, num_local, y.stride(0), shared_output.stride(0) if shared_output is not None else 0,
-        out.stride(0), TOPK=k, HAS_SHARED=shared_output is not None, BLOCK_H=block_h)
+        out.stride(0), TOPK=k, TOPK_PAD=triton.next_power_of_2(k), HAS_SHARED=shared_output is not None, BLOCK_H=block_h,
+        **pdl_launch(out.device))

@@ -360,12 +360,13 @@ def _build(
     # the JIT, which folds the kernels' per-route (r // top_k, r % top_k) arithmetic away.
     ids = topk_ids.view(-1, 1) if topk_ids.is_contiguous() else topk_ids
     common = (ids, ids.stride(0), ids.stride(1), ids.shape[1], num_routes, expert_offset, num_local)
+    pdl = pdl_launch(device)
 
     if no_permute:
         K._plan_no_permute_kernel[(1,)](
             *common, sorted_routes, block_expert, num_blocks, counts,
             BLOCK_M=block_m, BLOCK_R=min(K.next_pow2(num_routes), 1024),
-            E_TILE=max(min(K.next_pow2(num_local), 2048), 16), FILL=FILL, num_warps=4,
+            E_TILE=max(min(K.next_pow2(num_local), 2048), 16), FILL=FILL, num_warps=4, **pdl,
         )
     else:
         if path == "auto":
@@ -375,22 +376,23 @@ def _build(
             if e_tile:  # forced: a power of two, no wider than the experts, at most TILED_MAX_WORK hit tests
                 e_tile = max(1, min(K.next_pow2(e_tile), _width(num_local), TILED_MAX_WORK // _width(num_routes)))
             _launch_tiled(K, common, num_routes, block_m, padded, blocks, sorted_routes, block_expert,
-                          num_blocks, counts, e_tile or _tile_experts(num_routes, num_local), warps or TILED_WARPS)
+                          num_blocks, counts, e_tile or _tile_experts(num_routes, num_local), warps or TILED_WARPS, pdl)
         elif path == "recount":
             _launch_recount(K, common, num_routes, num_local, block_m, padded, blocks, sorted_routes,
                             block_expert, num_blocks, counts, chunk or _recount_chunk(), warps or RECOUNT_WARPS,
-                            _recount_in_memory(num_local) if count_in_memory is None else count_in_memory)
+                            _recount_in_memory(num_local) if count_in_memory is None else count_in_memory, pdl)
         elif path == "single":
             r_pad = _width(num_routes)
             off = _empty(num_local, device)
             K._plan_single_kernel[(1,)](
                 *common, sorted_routes, padded, block_expert, blocks, num_blocks, counts, off,
                 BLOCK_M=block_m, R_PAD=r_pad, LOG_R=r_pad.bit_length() - 1,
-                E_BINS=_width(num_local), FILL=FILL, num_warps=warps or (8 if r_pad >= 1024 else 4),
+                E_BINS=_width(num_local), FILL=FILL, num_warps=warps or (8 if r_pad >= 1024 else 4), **pdl,
             )
         else:  # "parallel"
             _launch_parallel(K, common, num_routes, num_local, block_m, padded, blocks, sorted_routes,
-                             block_expert, num_blocks, counts, chunk or _auto_chunk(num_routes), e_tile or PAR_E_TILE)
+                             block_expert, num_blocks, counts, chunk or _auto_chunk(num_routes), e_tile or PAR_E_TILE,
+                             pdl)
     return RoutePlan(block_m, num_local, sorted_routes, block_expert, num_blocks, counts, no_permute)
 
 
@@ -402,9 +404,10 @@ def _recount_chunk() -> int:
 
 
 def _launch_recount(K, common, num_routes, num_local, block_m, padded, blocks, sorted_routes,
-                    block_expert, num_blocks, counts, chunk, num_warps, in_memory):
+                    block_expert, num_blocks, counts, chunk, num_warps, in_memory, pdl):
     """One launch of cdiv(R, chunk) programs, each recounting every route (R <= 2048); with
-    ``in_memory`` through scratch rows of their own ([programs, 2, E_bins] int32)."""
+    ``in_memory`` through scratch rows of their own ([programs, 2, E_bins] int32); ``pdl``: the
+    launch arguments of ``_pdl.pdl_launch``, for every launch here and below."""
     r_pad = _width(num_routes)
     chunk = min(chunk, r_pad)
     grid = -(-num_routes // chunk)
@@ -415,19 +418,17 @@ def _launch_recount(K, common, num_routes, num_local, block_m, padded, blocks, s
         *common, sorted_routes, padded, block_expert, blocks, num_blocks, counts, scratch,
         BLOCK_M=block_m, R_PAD=r_pad, CHUNK=chunk,
         E_BINS=e_bins, PAD_TILE=min(block_m, 64), FILL=FILL, COUNT_IN_MEMORY=in_memory, num_warps=num_warps,
-    )
+        **pdl)
 
 
 def _launch_tiled(K, common, num_routes, block_m, padded, blocks, sorted_routes, block_expert,
-                  num_blocks, counts, e_tile, num_warps):
+                  num_blocks, counts, e_tile, num_warps, pdl):
     """Two launches over tiles of ``e_tile`` experts (a power of two): counts, then (PDL: it
     loads the ids and ranks its routes while the counts run) the tiles' segments."""
     num_local = counts.numel()
     grid = (-(-num_local // e_tile),)
     r_pad = _width(num_routes)
-    pdl = pdl_launch(sorted_routes.device)
-    K._plan_tile_count_kernel[grid](*common, counts, E_TILE=e_tile, R_PAD=r_pad, LAUNCH_DEPENDENTS=bool(pdl),
-                                    num_warps=num_warps)
+    K._plan_tile_count_kernel[grid](*common, counts, E_TILE=e_tile, R_PAD=r_pad, num_warps=num_warps, **pdl)
     K._plan_tile_scatter_kernel[grid](
         *common, counts, sorted_routes, padded, block_expert, blocks, num_blocks,
         BLOCK_M=block_m, E_TILE=e_tile, R_PAD=r_pad, E_PAD=_width(num_local), PAD_TILE=min(block_m, 64),
@@ -435,7 +436,7 @@ def _launch_tiled(K, common, num_routes, block_m, padded, blocks, sorted_routes,
 
 
 def _launch_parallel(K, common, num_routes, num_local, block_m, padded, blocks,
-                     sorted_routes, block_expert, num_blocks, counts, chunk, e_tile):
+                     sorted_routes, block_expert, num_blocks, counts, chunk, e_tile, pdl):
     """Three launches: count (per chunk), scan (per expert tile), scatter (per chunk)."""
     device = sorted_routes.device
     # No chunk wider than the routes need (R = 16 over 4096 experts sorts 16 keys, not 2048).
@@ -451,18 +452,18 @@ def _launch_parallel(K, common, num_routes, num_local, block_m, padded, blocks,
     K._plan_count_kernel[(num_chunks,)](
         *common, sorted_routes, padded, -(-padded // num_chunks),
         block_expert, blocks, -(-blocks // num_chunks), chunk_counts, chunk_off,
-        CHUNK=chunk, E_TILE=e_tile, FILL=FILL, num_warps=8 if chunk >= 1024 else 4,
+        CHUNK=chunk, E_TILE=e_tile, FILL=FILL, num_warps=8 if chunk >= 1024 else 4, **pdl,
     )
     scan_chunks = min(K.next_pow2(num_chunks), SCAN_MAX_CHUNKS)
     scan_experts = max(min(SCAN_TILE // scan_chunks, K.next_pow2(num_local)), 1)
     K._plan_chunk_scan_kernel[(-(-num_local // scan_experts),)](
         chunk_counts, chunk_off, totals, num_chunks, num_local,
-        CHUNKS=scan_chunks, EXPERTS=scan_experts, num_warps=8,
+        CHUNKS=scan_chunks, EXPERTS=scan_experts, num_warps=8, **pdl,
     )
     K._plan_scatter_kernel[(num_chunks,)](
         *common, totals, chunk_off, pstart, sorted_routes, block_expert, num_blocks, counts,
         BLOCK_M=block_m, CHUNK=chunk, LOG_CHUNK=chunk.bit_length() - 1, E_TILE=e_tile, num_warps=8 if chunk >= 1024 else 4,
-    )
+        **pdl)
 
 
 def reference_plan(

@@ -57,9 +57,10 @@ ROUTE_DOWN_W4 = dict(ROUTE_DOWN_BF16, **W4)
 
 
 def grouped(bm, bn, bk, swap, fp8, w_scale, **extra):
-    """Constexprs of a grouped GEMM (gate/up takes QUANT_OUT and ACTIVATION in ``extra``)."""
+    """Constexprs of a grouped GEMM (gate/up takes QUANT_OUT and ACTIVATION in ``extra``), with
+    PDL as every grouped launch on sm_90."""
     return dict(A_SCALED=fp8, W_SCALE=w_scale, SWAP_AB=swap, HAS_BIAS=False, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
-                GROUP_M=extra.pop("GROUP_M", 1), **extra)
+                GROUP_M=extra.pop("GROUP_M", 1), PDL=True, **extra)
 
 
 def route_gate_up(w_scale, split, act, bias, bn, bk, **extra):
@@ -219,31 +220,36 @@ CASES = [
      route_down(8, 1, 1, False, 0, False, 8, 256, PDL=True, STAGES=3), 4, False),
     ("plan one program R2048 E512", _plan_single_kernel, dict(ids_ptr="*i32", sorted_ptr="*i32",
      block_expert_ptr="*i32", num_blocks_ptr="*i32", counts_ptr="*i32", off_ptr="*i32"),
-     dict(BLOCK_M=16, R_PAD=2048, LOG_R=11, E_BINS=512, FILL=1024), 8, False),
+     dict(BLOCK_M=16, R_PAD=2048, LOG_R=11, E_BINS=512, FILL=1024, PDL=True), 8, False),
     *[(f"plan recount R2048 E{e} chunk{chunk} {warps} warps{' histogram' * (not mem)}", _plan_recount_kernel, dict(
         ids_ptr="*i32", sorted_ptr="*i32", block_expert_ptr="*i32", num_blocks_ptr="*i32", counts_ptr="*i32",
         scratch_ptr="*i32"),
-       dict(BLOCK_M=16, R_PAD=2048, CHUNK=chunk, E_BINS=e, PAD_TILE=16, FILL=1024, COUNT_IN_MEMORY=mem), warps, False)
+       dict(BLOCK_M=16, R_PAD=2048, CHUNK=chunk, E_BINS=e, PAD_TILE=16, FILL=1024, COUNT_IN_MEMORY=mem, PDL=True),
+       warps, False)
       for e, chunk, warps, mem in ((512, 32, 4, True), (2048, 32, 4, True), (512, 64, 8, True), (512, 128, 4, True),
                                    (512, 32, 4, False))],
     *[(f"plan tiled count R{r} E_TILE{et}", _plan_tile_count_kernel, dict(ids_ptr="*i32", counts_ptr="*i32"),
-       dict(E_TILE=et, R_PAD=r, LAUNCH_DEPENDENTS=True), 4, False) for r, et in ((2048, 2), (2048, 4), (1024, 8), (64, 1))],
+       dict(E_TILE=et, R_PAD=r, PDL=True), 4, False) for r, et in ((2048, 2), (2048, 4), (1024, 8), (64, 1))],
     *[(f"plan tiled scatter R{r} E_TILE{et} E{e} block_m {bm}", _plan_tile_scatter_kernel, dict(
         ids_ptr="*i32", counts_ptr="*i32", sorted_ptr="*i32", block_expert_ptr="*i32", num_blocks_ptr="*i32"),
        dict(BLOCK_M=bm, E_TILE=et, R_PAD=r, E_PAD=e, PAD_TILE=min(bm, 64), B_TILE=64, FILL=1024, PDL=True), 4, False)
       for r, et, e, bm in ((2048, 2, 512, 16), (2048, 1, 256, 16), (16, 8, 2048, 16), (2048, 4, 2048, 128), (1024, 8, 2048, 128))],
     ("plan one program R256 E512 2 warps (auto's)", _plan_single_kernel, dict(ids_ptr="*i32", sorted_ptr="*i32",
      block_expert_ptr="*i32", num_blocks_ptr="*i32", counts_ptr="*i32", off_ptr="*i32"),
-     dict(BLOCK_M=16, R_PAD=256, LOG_R=8, E_BINS=512, FILL=1024), 2, False),
-    ("quantize_rows", _quantize_rows_kernel, dict(a_ptr="*bf16", q_ptr=FP8), dict(BLOCK_R=4, GROUP=128), 4, False),
+     dict(BLOCK_M=16, R_PAD=256, LOG_R=8, E_BINS=512, FILL=1024, PDL=True), 2, False),
+    ("quantize_rows", _quantize_rows_kernel, dict(a_ptr="*bf16", q_ptr=FP8), dict(BLOCK_R=4, GROUP=128, PDL=True), 4,
+     False),
     ("quantize_rows whole rows", _quantize_whole_rows_kernel, dict(a_ptr="*bf16", q_ptr=FP8),
-     dict(BLOCK_R=1, BLOCK_C=2048), 8, False),
+     dict(BLOCK_R=1, BLOCK_C=2048, PDL=True), 8, False),
     ("swiglu_quant gelu", _swiglu_kernel, dict(out_ptr=FP8), dict(QUANT=True, ACTIVATION=1, BLOCK_R=4, GROUP=128), 4,
      False),
     ("combine", _combine_kernel, dict(y_ptr="*bf16", ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16"),
-     dict(TOPK=8, HAS_SHARED=True, BLOCK_H=1024), 4, False),
+     dict(TOPK=8, TOPK_PAD=8, HAS_SHARED=True, BLOCK_H=1024, PDL=True), 4, False),
+    ("combine top-6", _combine_kernel, dict(y_ptr="*bf16", ids_ptr="*i64", out_ptr="*bf16"),
+     dict(TOPK=6, TOPK_PAD=8, HAS_SHARED=False, BLOCK_H=1024, PDL=True), 4, False),
     *[(f"gather_plan_rows (Gluon path's x) M{bm}", gather_plan_rows_kernel, dict(
-        a_ptr=FP8, out_ptr=FP8, routes_ptr="*i32", num_blocks_ptr="*i32"), dict(BLOCK_M=bm, BLOCK_C=cols), 4, False)
+        a_ptr=FP8, out_ptr=FP8, routes_ptr="*i32", num_blocks_ptr="*i32"), dict(BLOCK_M=bm, BLOCK_C=cols, PDL=True), 4,
+       False)
       for bm, cols in ((64, 512), (128, 256))],  # grouped._GATHER_BYTES per step
 ]
 
@@ -278,8 +284,7 @@ def sass_facts(cubin: bytes) -> dict:
     regs = re.search(r"REG:(\d+)", res)
     local = re.search(r"LOCAL:(\d+)", res)
     # griddepcontrol.wait / .launch_dependents (PDL) compile to ACQBULK / PREEXIT; a kernel that
-    # waits for its predecessor must wait before it lets its dependents launch (one launched in
-    # plain stream order, as the tiled plan's count kernel, may let them launch at its start)
+    # waits for its predecessor must wait before it lets its dependents launch
     wait_at, launch_at = sass.find("ACQBULK"), sass.find("PREEXIT")
     waits = re.findall(r"WARPGROUP\.DEPBAR\.LE gsb0, (0x[0-9a-f]+)", sass)  # wgmma waits, by depth allowed
     return dict(hgmma=sass.count("HGMMA"), qgmma=sass.count("QGMMA"), registers=int(regs.group(1)) if regs else None,
@@ -314,11 +319,11 @@ def compile_gluon(gemm: str, group_m: int = 1, block_m: int = 64):
         kernel = gate_up_kernel
         sig = {"x_desc": desc(block_m), "xs_ptr": "*fp32", **common, "block_expert_ptr": "*i32",
                "num_blocks_ptr": "*i32", "act_ptr": "*fp32", "H": "i32", "I": "i32", "stride_act": "i32"}
-    sig.update(GROUP_M="constexpr", STAGES="constexpr", num_warps="constexpr")
+    sig.update(GROUP_M="constexpr", STAGES="constexpr", num_warps="constexpr", PDL="constexpr")
     names = list(sig)  # as the JIT specialises real shapes: pointers aligned, sizes multiples of 16
     attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in names
              if n.endswith("_ptr") or n in ("H", "I", "stride_y", "stride_act")}  # stride_as: cdiv(I, 128)
-    constants = dict(GROUP_M=group_m, STAGES=tile.num_stages, num_warps=launch["num_warps"])
+    constants = dict(GROUP_M=group_m, STAGES=tile.num_stages, num_warps=launch["num_warps"], PDL=True)
     src = GluonASTSource(kernel, sig, constants, attrs)
     compiled = triton.compile(src, target=TARGET, options=launch)
     with tempfile.TemporaryDirectory() as d:
@@ -358,9 +363,10 @@ def main() -> int:
         return dict(sass_facts(compiled.asm["cubin"]), serialised="C7514" in ptxas,
                     shared_bytes=compiled.metadata.shared)
     # the Gluon grouped GEMMs (GroupedConfig.gluon), one-warpgroup (BLOCK_M 64) and
-    # warp-specialised (128): QGMMA, no spills, wgmma not serialised by ptxas
+    # warp-specialised (128), with PDL: QGMMA, no spills, wgmma not serialised by ptxas, the wait first
     rows += [check(f"gluon grouped_{gemm} block_m={bm}", lambda: gluon_facts(gemm, bm),
-                   lambda f: f["qgmma"] == 0 or f["spill_ops"] > 0 or f["serialised"])
+                   lambda f: f["qgmma"] == 0 or f["spill_ops"] > 0 or f["serialised"] or f["pdl_wait"] == 0
+                   or not f["pdl_wait_first"])
              for gemm in ("gate_up", "down") for bm in GLUON_BLOCK_MS]
     ok = all(r["ok"] for r in rows)
     if args.json:

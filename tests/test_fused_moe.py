@@ -586,6 +586,61 @@ def test_grouped_gluon_config(block_m, group_m, case, monkeypatch, device):
         assert torch.equal(out, fused_moe(x, weights, tw, ids, path="grouped", config=cfg, **window))
 
 
+def _plain_launches(monkeypatch):
+    """Launch the grouped path's kernels without PDL (every module that launches one)."""
+    for mod in ("fusedmoe.paths.grouped", "fusedmoe.epilogue", "fusedmoe.plan"):
+        monkeypatch.setattr(f"{mod}.pdl_launch", lambda device: {})
+
+
+@pytest.mark.parametrize("fmt,cfg", [(f, None) for f in VARIANT_FORMATS] + [
+    # an FP8 gate/up of 64 columns: the requantisation launch between the GEMMs
+    ("fp8_block", policy.GroupedConfig(32, policy.Tile(64, 64, 4, 2), policy.Tile(64, 64, 4, 2, swap_ab=True))),
+    # the Gluon kernels on sm_90 (their Triton fallback elsewhere), gather launch included
+    *[("fp8_tensor", policy.gluon_grouped_config(4, bm)) for bm in policy.GLUON_BLOCK_MS]])
+def test_grouped_pdl_equals_the_plain_launches(fmt, cfg, monkeypatch, device):
+    # Every grouped launch is programmatic dependent on sm_90 (each waits for the previous grid,
+    # then lets the next launch): it changes when kernels start, not what they compute, so the
+    # layer is bitwise the plain launches'.  Replayed from a CUDA graph of three chained layers
+    # (the combine of one -> the x quantisation or plan of the next) with new inputs, it is
+    # bitwise its eager launches and the plain ones: no race between the overlapped grids.
+    from fusedmoe._pdl import pdl_launch
+
+    m, e, k, h, i = (300, 6, 2, 656, 528) if ON_GPU and cfg is not None and cfg.gluon else (23, 6, 2, 72, 200)
+    weights, x, tw, ids = make_layer(m, e, k, h, i, fmt, device)
+    ids = _windowed_ids(ids, e, device)
+    shared = torch.randn_like(x)
+    window = dict(shared_output=shared, expert_offset=1, num_experts=e + 3, check_ids=False)
+    assert pdl_launch(x.device).get("PDL")  # the PDL kernel code runs here too
+
+    def layers(inp):  # each layer's output is the next one's x
+        for _ in range(3):
+            inp = fused_moe(inp, weights, tw, ids, path="grouped", config=cfg, **window)
+        return inp
+
+    got = fused_moe(x, weights, tw, ids, path="grouped", config=cfg, **window)
+    graph = None
+    if ON_GPU:
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            out = layers(x)
+    with monkeypatch.context() as mp:
+        _plain_launches(mp)
+        want = fused_moe(x, weights, tw, ids, path="grouped", config=cfg, **window)
+    assert torch.isfinite(want).all() and torch.equal(got.view(torch.int16), want.view(torch.int16))
+    if graph is None:
+        return
+    for _ in range(3):
+        _, x_new, tw_new, ids_new = make_layer(m, e, k, h, i, fmt, device)
+        x.copy_(x_new), tw.copy_(tw_new), ids.copy_(_windowed_ids(ids_new, e, device)), shared.normal_()
+        out.fill_(float("nan"))
+        graph.replay()
+        eager = layers(x)
+        assert torch.isfinite(eager).all() and torch.equal(out.view(torch.int16), eager.view(torch.int16))
+        with monkeypatch.context() as mp:
+            _plain_launches(mp)
+            assert torch.equal(out.view(torch.int16), layers(x).view(torch.int16))
+
+
 @pytest.mark.parametrize("block_m,top_k,no_permute", [(16, 2, False), (64, 1, False), (8, 3, True)])
 def test_gather_plan_rows(block_m, top_k, no_permute, device):
     # The Gluon path's x in plan order: row p holds x[sorted_routes[p] // top_k] and its scale,

@@ -198,7 +198,7 @@ def test_forced_chunks_cannot_overflow_int32():
     fake = types.SimpleNamespace(next_pow2=lambda n: 1 << max(0, n - 1).bit_length())
     with pytest.raises(ValueError, match="chunk"):
         plan_mod._launch_parallel(fake, (), 1 << 24, 65536, 16, 0, 0, torch.empty(0, dtype=torch.int32),
-                                  None, None, None, 256, 2048)
+                                  None, None, None, 256, 2048, {})
 
 
 def test_forced_path_errors():

@@ -33,6 +33,8 @@ These kernels are that GEMM with the grouped path's contract:
   reference in all 6 cases tried: tenth session.)
 - down: each step's partial is scaled by the rows' activation scale for that step, loaded
   while the step's wgmma runs.
+- PDL: as the other grouped launches (``_pdl.pdl_enter``), each first waits for the previous
+  grid, then lets the next launch.
 
 The interpreter cannot run Gluon: off sm_90 the launcher runs the Triton kernels instead
 (``grouped.uses_gluon``).
@@ -59,6 +61,16 @@ def tile_layout(rows: int):
 def tile_desc(t, block_rows: int) -> TensorDescriptor:
     """TMA descriptor of a 2-D e4m3 tensor (unit column stride) read in [block_rows, 128] tiles."""
     return TensorDescriptor(t, list(t.shape), list(t.stride()), [block_rows, K_STEP], tile_layout(block_rows))
+
+
+@gluon.jit
+def _pdl_enter(PDL: gl.constexpr):
+    """``_pdl.pdl_enter`` for Gluon kernels (every thread, before the kernel reads anything):
+    griddepcontrol.wait, then griddepcontrol.launch_dependents; nothing without PDL."""
+    if PDL:
+        gl.inline_asm_elementwise("griddepcontrol.wait; // dummy $0", "=r", [], dtype=gl.int32, is_pure=False, pack=1)
+        gl.inline_asm_elementwise("griddepcontrol.launch_dependents; // dummy $0", "=r", [], dtype=gl.int32,
+                                  is_pure=False, pack=1)
 
 
 @gluon.constexpr_function
@@ -160,7 +172,8 @@ def _load_step(a_desc, a_smem, w_desc, w_smem, u_smem, bars, step, a_row0, w_row
 @gluon.jit
 def gluon_grouped_down_kernel(a_desc, as_ptr, w_desc, ws_ptr, routes_ptr, block_expert_ptr, num_blocks_ptr, y_ptr,
                               H, I, stride_as, stride_y,
-                              GROUP_M: gl.constexpr, STAGES: gl.constexpr, num_warps: gl.constexpr):
+                              GROUP_M: gl.constexpr, STAGES: gl.constexpr, num_warps: gl.constexpr,
+                              PDL: gl.constexpr = False):
     """y[r, n] = ws[e] * sum_k as[p, k // 128] * sum_{k' in step} a[p, k'] W2[e, n, k'] for the
     plan rows p of one block (route r = sorted_routes[p]) and n in one BLOCK_N tile of H
     (a [P, I] e4m3 in plan order as the descriptor's, as [P, cdiv(I, 128)] fp32, W2 [E, H, I]
@@ -172,6 +185,7 @@ def gluon_grouped_down_kernel(a_desc, as_ptr, w_desc, ws_ptr, routes_ptr, block_
     gl.static_assert(w_desc.block_type.shape[1] == BLOCK_K)
     gl.static_assert(a_desc.block_type.shape[1] == BLOCK_K)
     gl.static_assert((num_warps == 4) & (BLOCK_M == 64))  # one warpgroup: see _load_step's refill
+    _pdl_enter(PDL)
     b, nt, e = _program_block(gl.cdiv(H, BLOCK_N), block_expert_ptr, num_blocks_ptr, GROUP_M)
     if e < 0:
         return
@@ -207,7 +221,8 @@ def gluon_grouped_down_kernel(a_desc, as_ptr, w_desc, ws_ptr, routes_ptr, block_
 @gluon.jit
 def gluon_grouped_gate_up_kernel(x_desc, xs_ptr, w_desc, ws_ptr, block_expert_ptr, num_blocks_ptr, act_ptr,
                                  H, I, stride_act,
-                                 GROUP_M: gl.constexpr, STAGES: gl.constexpr, num_warps: gl.constexpr):
+                                 GROUP_M: gl.constexpr, STAGES: gl.constexpr, num_warps: gl.constexpr,
+                                 PDL: gl.constexpr = False):
     """act[p, n] = SiLU(g) * u, g = s xp[p] . W13[e, n], u = s xp[p] . W13[e, I + n],
     s = xs[p] ws[e], for the plan rows p of one block and n in one BLOCK_N tile of I (xp [P, H]
     e4m3 in plan order as the descriptor's, one scale per row xs [P], 0 on padding rows;
@@ -218,6 +233,7 @@ def gluon_grouped_gate_up_kernel(x_desc, xs_ptr, w_desc, ws_ptr, block_expert_pt
     gl.static_assert(w_desc.block_type.shape[1] == BLOCK_K)
     gl.static_assert(x_desc.block_type.shape[1] == BLOCK_K)
     gl.static_assert((num_warps == 4) & (BLOCK_M == 64))  # one warpgroup: see _load_step's refill
+    _pdl_enter(PDL)
     b, nt, e = _program_block(gl.cdiv(I, BLOCK_N), block_expert_ptr, num_blocks_ptr, GROUP_M)
     if e < 0:
         return
@@ -394,9 +410,11 @@ def _ws_down_consumer1(a_desc, w_desc, a_smem, w_smem, ready, empty, as_ptr, str
 @gluon.jit
 def gluon_grouped_down_ws_kernel(a_desc, as_ptr, w_desc, ws_ptr, routes_ptr, block_expert_ptr, num_blocks_ptr, y_ptr,
                                  H, I, stride_as, stride_y,
-                                 GROUP_M: gl.constexpr, STAGES: gl.constexpr, num_warps: gl.constexpr):
+                                 GROUP_M: gl.constexpr, STAGES: gl.constexpr, num_warps: gl.constexpr,
+                                 PDL: gl.constexpr = False):
     """``gluon_grouped_down_kernel``'s y on 128-row plan blocks, warp-specialised (above)."""
     gl.static_assert(num_warps == 4)
+    _pdl_enter(PDL)
     BLOCK_N: gl.constexpr = w_desc.block_type.shape[0]
     b, nt, e, num_k, ws_scale, a_smem, w_smem, ready, empty = _ws_program(
         a_desc, w_desc, H, I, ws_ptr, block_expert_ptr, num_blocks_ptr, GROUP_M, STAGES, 1)
@@ -459,10 +477,12 @@ def _ws_gate_up_consumer1(x_desc, w_desc, a_smem, w_smem, ready, empty, xs_ptr, 
 @gluon.jit
 def gluon_grouped_gate_up_ws_kernel(x_desc, xs_ptr, w_desc, ws_ptr, block_expert_ptr, num_blocks_ptr, act_ptr,
                                     H, I, stride_act,
-                                    GROUP_M: gl.constexpr, STAGES: gl.constexpr, num_warps: gl.constexpr):
+                                    GROUP_M: gl.constexpr, STAGES: gl.constexpr, num_warps: gl.constexpr,
+                                    PDL: gl.constexpr = False):
     """``gluon_grouped_gate_up_kernel``'s act on 128-row plan blocks, warp-specialised (above):
     a ring slot holds the x tile and a gate and an up tile of BLOCK_N rows each."""
     gl.static_assert(num_warps == 4)
+    _pdl_enter(PDL)
     BLOCK_N: gl.constexpr = w_desc.block_type.shape[0]
     b, nt, e, num_k, ws_scale, a_smem, w_smem, ready, empty = _ws_program(
         x_desc, w_desc, I, H, ws_ptr, block_expert_ptr, num_blocks_ptr, GROUP_M, STAGES, 2)

@@ -24,6 +24,7 @@ import triton
 import triton.language as tl
 
 from .._epilogue_kernels import glu, quantize_group
+from .._pdl import pdl_enter
 from ._fp4_kernels import fp4_e4m3_step
 
 
@@ -182,13 +183,14 @@ def grouped_gate_up_kernel(
         A_SCALED: tl.constexpr, W_SCALE: tl.constexpr, QUANT_OUT: tl.constexpr, SWAP_AB: tl.constexpr,
         ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr,
         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-        PROMOTE_K: tl.constexpr = FP8_PROMOTE_K, TAIL_M: tl.constexpr = 0):
+        PROMOTE_K: tl.constexpr = FP8_PROMOTE_K, TAIL_M: tl.constexpr = 0, PDL: tl.constexpr = False):
     """act[r, n] = act(x[tok(r)] . W13[e, n] + b[e, n]) * (x[tok(r)] . W13[e, I + n] + b[e, I + n])
     for the routes r of one block and n in one BLOCK_N tile of I (bias b [E, 2I] if HAS_BIAS);
     with QUANT_OUT (BLOCK_N == 128) act is e4m3 with the tile's per-row scale in acts[r, tile].
     x's scales: A_SCALED 1 per row per 128 columns (xs[tok, k // 128]), ROW_SCALED per row
     (xs[tok, 0]).  TAIL_M > 0 (< BLOCK_M): a block of at most TAIL_M routes runs a TAIL_M-row
-    tile (swapped below 64 rows) instead of padding the MMA to BLOCK_M rows."""
+    tile (swapped below 64 rows) instead of padding the MMA to BLOCK_M rows.  PDL: ``pdl_enter``."""
+    pdl_enter(PDL)
     e, b, nt = _program_block(block_expert_ptr, num_blocks_ptr, I, BLOCK_N, GROUP_M)
     if e < 0:
         return
@@ -267,9 +269,10 @@ def grouped_down_kernel(
         H, I, stride_act, stride_acts, stride_we, stride_wn, stride_wse, stride_wsn, stride_y,
         A_SCALED: tl.constexpr, W_SCALE: tl.constexpr, SWAP_AB: tl.constexpr, HAS_BIAS: tl.constexpr,
         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-        PROMOTE_K: tl.constexpr = FP8_PROMOTE_K, TAIL_M: tl.constexpr = 0):
+        PROMOTE_K: tl.constexpr = FP8_PROMOTE_K, TAIL_M: tl.constexpr = 0, PDL: tl.constexpr = False):
     """y[r, n] = act[r] . W2[e, n] (+ b[e, n], b [E, H] if HAS_BIAS) for the routes r of one block
-    and n in one BLOCK_N tile of H; TAIL_M as in grouped_gate_up_kernel."""
+    and n in one BLOCK_N tile of H; TAIL_M and PDL as in grouped_gate_up_kernel."""
+    pdl_enter(PDL)
     e, b, nt = _program_block(block_expert_ptr, num_blocks_ptr, H, BLOCK_N, GROUP_M)
     if e < 0:
         return
@@ -314,11 +317,13 @@ def _down_rows(act_ptr, acts_ptr, w_ptr, ws_ptr, b_ptr, block_routes_ptr, e, nt,
 
 @triton.jit
 def gather_plan_rows_kernel(a_ptr, as_ptr, routes_ptr, num_blocks_ptr, out_ptr, out_s_ptr, cols, TOPK,
-                            stride_a, stride_out, BLOCK_M: tl.constexpr, BLOCK_C: tl.constexpr):
+                            stride_a, stride_out, BLOCK_M: tl.constexpr, BLOCK_C: tl.constexpr,
+                            PDL: tl.constexpr = False):
     """x rows into plan order, for the Gluon GEMMs' TMA loads: out[p] = a[t], out_s[p] = as[t]
     for t = sorted_routes[p] // TOPK, zeros where sorted_routes[p] < 0 (a [M, cols], as [M]
     with unit stride; out [P, cols], out_s [P]); one program per plan block, past num_blocks
-    none."""
+    none.  PDL: ``pdl_enter``."""
+    pdl_enter(PDL)
     b = tl.program_id(0)
     if b >= tl.load(num_blocks_ptr):
         return

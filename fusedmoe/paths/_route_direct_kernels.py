@@ -38,7 +38,7 @@ import triton
 import triton.language as tl
 
 from .._epilogue_kernels import INTERPRETING, glu, is_held
-from .._pdl import pdl_launch_dependents, pdl_wait
+from .._pdl import pdl_enter, pdl_wait
 from ._fp4_kernels import FP4_GROUP, fp16_groups, fp4_group_dots, fp4_route_group_dots, load_fp4_rows
 
 
@@ -101,9 +101,7 @@ def _gate_up_program(R, I, H, SPLIT_K: tl.constexpr, BLOCK_N: tl.constexpr, BLOC
     [k_lo, k_hi).  Routes change fastest in the grid, so routes that share an expert read
     the same tile at the same time (L2).  With PDL it first waits for the previous grid, then
     lets the down grid launch, before the program reads anything."""
-    if PDL:
-        pdl_wait()
-        pdl_launch_dependents()
+    pdl_enter(PDL)
     pid = tl.program_id(0)
     r = pid % R
     rest = pid // R

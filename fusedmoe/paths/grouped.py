@@ -4,6 +4,8 @@ unless the gate/up tile is narrower than a 128-column group), a deterministic to
 
 Launches: [FP8: quantise x] + plan + [Gluon GEMMs: gather x into plan order] + gate/up +
 [FP8 with 64-wide gate/up tiles: requantise] + down + combine.
+On sm_90 every launch is programmatic dependent (``_pdl``): it waits for the previous grid,
+then lets the next one launch, so each launch overlaps its predecessor's tail, in stream order.
 Activations: FP8 formats and w4a8 (``weights.A8_FORMATS``) quantise x to e4m3, fp8_tensor per
 row, fp8_block and w4a8 per row per 128 columns (``quant.x_group``), and the SwiGLU output per
 row per 128 columns
@@ -18,6 +20,7 @@ from .. import quant
 from ..epilogue import ACTIVATIONS, combine_launch, quantize_rows
 from ..plan import build_plan, plan_launches
 from ..policy import GroupedConfig, gluon_fallback
+from .._pdl import pdl_launch
 from .._runtime import cdiv, is_sm90
 from ..weights import ExpertWeights
 from ._common import optional_ptr, scale_args
@@ -109,7 +112,7 @@ def grouped_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Ten
         ACTIVATION=ACTIVATIONS[activation],
         HAS_BIAS=weights.w13_bias is not None, BLOCK_M=bm, BLOCK_N=gu.block_n, BLOCK_K=gu.block_k,
         GROUP_M=config.group_m, PROMOTE_K=config.fp8_promote_k, TAIL_M=config.tail_m,
-        num_warps=gu.num_warps, num_stages=gu.num_stages, **gu.register_cap())
+        num_warps=gu.num_warps, num_stages=gu.num_stages, **gu.register_cap(), **pdl_launch(dev))
     if split:  # rows of routes not held hold garbage here, as in the fused form; down never reads them
         act, act_s = quantize_rows(act)
     ws2, se2, sn2, mode = scale_args(weights, weights.w2_scale, x)
@@ -121,7 +124,7 @@ def grouped_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Ten
         A_SCALED=fp8, W_SCALE=mode, SWAP_AB=dn.swap_ab, HAS_BIAS=weights.w2_bias is not None,
         BLOCK_M=bm, BLOCK_N=dn.block_n, BLOCK_K=dn.block_k, GROUP_M=config.group_m,
         PROMOTE_K=config.fp8_promote_k, TAIL_M=config.tail_m, num_warps=dn.num_warps,
-        num_stages=dn.num_stages, **dn.register_cap())
+        num_stages=dn.num_stages, **dn.register_cap(), **pdl_launch(dev))
     combine_launch(y, topk_weights, topk_ids, out, shared_output, expert_offset, e_local)
     return out
 
@@ -136,7 +139,7 @@ def gather_plan_rows(x_q: torch.Tensor, x_s: torch.Tensor, plan, top_k: int) -> 
     if rows:
         gather_plan_rows_kernel[(plan.block_expert.numel(),)](
             x_q, x_s, plan.sorted_routes, plan.num_blocks, x_plan, x_plan_s, x_q.shape[1], top_k, x_q.stride(0),
-            x_plan.stride(0), BLOCK_M=plan.block_m, BLOCK_C=_GATHER_BYTES // plan.block_m)
+            x_plan.stride(0), BLOCK_M=plan.block_m, BLOCK_C=_GATHER_BYTES // plan.block_m, **pdl_launch(x_q.device))
     return x_plan, x_plan_s
 
 
@@ -168,11 +171,11 @@ def _gluon_gemms(x_q: torch.Tensor, x_s: torch.Tensor, weights: ExpertWeights, p
     gate_up[(grid * cdiv(inter, gu.block_n),)](
         tile_desc(x_plan, bm), x_plan_s, tile_desc(weights.w13.view(-1, hidden), gu.block_n), weights.w13_scale,
         plan.block_expert, plan.num_blocks, act, hidden, inter, act.stride(0),
-        GROUP_M=config.group_m, STAGES=gu.num_stages, **launch)
+        GROUP_M=config.group_m, STAGES=gu.num_stages, **launch, **pdl_launch(x_q.device))
     # rows of blocks past num_blocks (and no-permute blocks of routes not held here) hold
     # garbage here and are requantised for nothing; down never reads them
     act_q, act_s = quantize_rows(act)
     down[(grid * cdiv(hidden, dn.block_n),)](
         tile_desc(act_q, bm), act_s, tile_desc(weights.w2.view(-1, inter), dn.block_n), weights.w2_scale,
         plan.sorted_routes, plan.block_expert, plan.num_blocks, y, hidden, inter, act_s.stride(0), y.stride(0),
-        GROUP_M=config.group_m, STAGES=dn.num_stages, **launch)
+        GROUP_M=config.group_m, STAGES=dn.num_stages, **launch, **pdl_launch(x_q.device))
