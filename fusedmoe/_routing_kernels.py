@@ -18,6 +18,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from ._pdl import pdl_enter
+
 
 @triton.jit
 def _route_kernel(
@@ -38,9 +40,12 @@ def _route_kernel(
     BLOCK_M: tl.constexpr,
     BLOCK_E: tl.constexpr,
     BLOCK_K: tl.constexpr,
+    PDL: tl.constexpr = False,
 ):
-    """weights/ids [M, TOP_K] (fp32/int32, row-major) from logits [M, E] (unit column stride)."""
+    """weights/ids [M, TOP_K] (fp32/int32, row-major) from logits [M, E] (unit column stride).
+    With PDL it waits for the previous grid first, then lets the next one launch."""
     NEG_INF: tl.constexpr = float("-inf")
+    pdl_enter(PDL)
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     lanes = tl.arange(0, BLOCK_E)
     row_ok = rows < M

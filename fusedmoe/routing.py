@@ -31,6 +31,7 @@ import math
 import torch
 import triton
 
+from ._pdl import pdl_launch
 from ._routing_kernels import _route_kernel
 from ._runtime import interpreting, runs_triton
 from ._validate import check_choice, check_int, check_tensor
@@ -62,7 +63,8 @@ def route(
     logits: [M, E] fp32/bf16/fp16, unit column stride (any row stride); M may be 0.
     bias: [E] fp32/bf16/fp16, contiguous, sigmoid scoring only.
     Returns (topk_weights [M, top_k] fp32, topk_ids [M, top_k] int32), ids in
-    descending score order, ties to the lower expert index.  One kernel launch.
+    descending score order, ties to the lower expert index.  One kernel launch (PDL on sm_90:
+    it waits for the logits' grid, then lets the next launch start).
     """
     _check_args(logits, top_k, scoring, renormalize, n_groups, topk_groups, bias, routed_scaling)
     if not runs_triton(logits):
@@ -93,6 +95,7 @@ def route(
         BLOCK_E=triton.next_power_of_2(E),
         BLOCK_K=triton.next_power_of_2(top_k),
         num_warps=min(block_m, _ROWS_PER_PROGRAM),  # one warp per row on the GPU
+        **pdl_launch(logits.device),
     )
     return weights, ids
 

@@ -641,6 +641,47 @@ def test_grouped_pdl_equals_the_plain_launches(fmt, cfg, monkeypatch, device):
             assert torch.equal(out.view(torch.int16), layers(x).view(torch.int16))
 
 
+@pytest.mark.parametrize("path", PATHS)
+def test_routing_and_layers_chained_under_pdl(path, monkeypatch, device):
+    # A decode step as an engine runs it: router logits (a torch matmul, not a PDL launch),
+    # routing (PDL: the layer's first launch may start during it), the MoE layer (PDL), whose
+    # output is the next step's x.  Replayed from a CUDA graph of three chained steps with new
+    # inputs, the output is bitwise the eager steps' and the plain (non-PDL) launches'.
+    from fusedmoe.routing import route
+
+    m, e, k, h, i = 5, 8, 3, 96, 72
+    weights, x, _, _ = make_layer(m, e, k, h, i, "fp8_tensor", device)
+    router = torch.randn(h, e, device=device).to(x.dtype)
+
+    def steps(inp):
+        for _ in range(3):
+            tw, ids = route(inp @ router, k, renormalize=True)
+            inp = fused_moe(inp, weights, tw, ids, path=path, check_ids=False)
+        return inp
+
+    def plain_steps(inp):
+        with monkeypatch.context() as mp:
+            _plain_launches(mp)
+            mp.setattr("fusedmoe.routing.pdl_launch", lambda device: {})
+            mp.setattr("fusedmoe.paths.route_direct.pdl_launch", lambda device: {})
+            return steps(inp)
+
+    got = steps(x)
+    assert torch.isfinite(got).all() and torch.equal(got.view(torch.int16), plain_steps(x).view(torch.int16))
+    if not ON_GPU:
+        return
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = steps(x)
+    for _ in range(3):
+        x.copy_(torch.randn_like(x)), router.normal_()
+        out.fill_(float("nan"))
+        graph.replay()
+        eager = steps(x)
+        assert torch.isfinite(eager).all() and torch.equal(out.view(torch.int16), eager.view(torch.int16))
+        assert torch.equal(out.view(torch.int16), plain_steps(x).view(torch.int16))
+
+
 @pytest.mark.parametrize("block_m,top_k,no_permute", [(16, 2, False), (64, 1, False), (8, 3, True)])
 def test_gather_plan_rows(block_m, top_k, no_permute, device):
     # The Gluon path's x in plan order: row p holds x[sorted_routes[p] // top_k] and its scale,
