@@ -25,6 +25,7 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 from fusedmoe._epilogue_kernels import _combine_kernel, _quantize_rows_kernel, _quantize_whole_rows_kernel, _swiglu_kernel
+from fusedmoe._routing_kernels import _route_kernel
 from fusedmoe._plan_kernels import (_plan_recount_kernel, _plan_single_kernel, _plan_tile_count_kernel,
                                     _plan_tile_scatter_kernel)
 from fusedmoe.paths._grouped_kernels import gather_plan_rows_kernel, grouped_down_kernel, grouped_gate_up_kernel
@@ -237,6 +238,14 @@ CASES = [
     ("plan one program R256 E512 2 warps (auto's)", _plan_single_kernel, dict(ids_ptr="*i32", sorted_ptr="*i32",
      block_expert_ptr="*i32", num_blocks_ptr="*i32", counts_ptr="*i32", off_ptr="*i32"),
      dict(BLOCK_M=16, R_PAD=256, LOG_R=8, E_BINS=512, FILL=1024, PDL=True), 2, False),
+    # routing, as routing.route launches it on sm_90 (four rows a program, a warp a row, PDL):
+    # softmax top-8 of 128, and DeepSeek-V3's grouped sigmoid with bias (8 groups, 4 kept)
+    *[(f"route {name}", _route_kernel, dict(logits_ptr="*fp32", bias_ptr="*fp32", weights_ptr="*fp32",
+       ids_ptr="*i32", routed_scaling="fp32"),
+       dict(E=e, TOP_K=k, SIGMOID=sig, HAS_BIAS=sig, RENORMALIZE=True, N_GROUPS=g, TOPK_GROUPS=tg, BLOCK_M=4,
+            BLOCK_E=e, BLOCK_K=k, PDL=True), 4, False)
+      for name, e, k, sig, g, tg in (("softmax top-8 of 128", 128, 8, False, 1, 1),
+                                     ("grouped sigmoid top-8 of 256", 256, 8, True, 8, 4))],
     ("quantize_rows", _quantize_rows_kernel, dict(a_ptr="*bf16", q_ptr=FP8), dict(BLOCK_R=4, GROUP=128, PDL=True), 4,
      False),
     ("quantize_rows whole rows", _quantize_whole_rows_kernel, dict(a_ptr="*bf16", q_ptr=FP8),
