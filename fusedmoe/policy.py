@@ -445,6 +445,19 @@ ROUTE_DIRECT_MAX_TOKENS = 16
 ROUTE_DIRECT_MAX_SHARING = {"16bit": (2.0, 1.3), "fp8": (1.6, 1.4)}
 SMALL_LIMIT_MAX_ROUTES = 16  # top-1 layers up to M=16
 ROUTE_DIRECT_MAX_BYTES = 1.5e9  # FP8 active weight bytes at 8 < M <= 16
+# w4a8 (FP4 weights) has limits of its own (2026-12-04-s28/call1: both paths forced, M 1..64, on
+# the five PEERS shapes and the three top-1 layers; the three held-out shapes checked the rule).
+# Its grouped GEMMs decode FP4 in the MMA loop and run at 1.7-2.5x FP8's time, with 50-140 us at
+# M=1, while its GEMV route-direct costs what FP8's does at half the bytes; so route-direct wins far
+# past FP8's limits: Mixtral TP2 M=8 (2.22 routes per active expert) 257.8 against 375.0 us,
+# Qwen3-30B M=16 (1.55) 118.5 against 169.7, DeepSeek-V3 TP8 M=64 (2.30) 494.2 against 529.6.
+# It loses from about 2.3-3 routes per active expert (Qwen3-30B M=32 at 2.29: 228.9 against 216.9;
+# Mixtral M=16 at 4.04: 489.6 against 398.8).  With the limit at 2.4 up to M=64 the picks took
+# 1.010x the faster path's time (geomean of 80; at most 1.59x, a small top-1 layer at M=48..64
+# where route-direct still wins) in sample and 1.007x on the 30 held-out cases, where FP8's
+# limits took 1.129x / 1.078x (at most 2.73x).  The FP8 byte bound above still applies at M > 8.
+W4A8_ROUTE_DIRECT_MAX_TOKENS = 64
+W4A8_ROUTE_DIRECT_MAX_SHARING = 2.4
 
 
 def device_dir_name(device_name: str) -> str:
@@ -577,12 +590,14 @@ def select_config(path: str, m: int, top_k: int, num_experts: int, hidden: int, 
 @functools.lru_cache(maxsize=4096)
 def choose_path(m: int, top_k: int, num_experts: int, hidden: int, inter: int, fmt: str, num_sms: int) -> str:
     """The path the dispatcher runs for these shape facts."""
-    if m > ROUTE_DIRECT_MAX_TOKENS:
+    w4 = fmt == "w4a8"
+    if m > (W4A8_ROUTE_DIRECT_MAX_TOKENS if w4 else ROUTE_DIRECT_MAX_TOKENS):
         return "grouped"
-    # w4a8 takes FP8's limits (its route-direct is the GEMV form, as FP8's), unmeasured
-    small_m, large_m = ROUTE_DIRECT_MAX_SHARING["fp8" if fmt in A8_FORMATS else "16bit"]
-    active_bytes = active_experts(m, top_k, num_experts) * 3 * hidden * inter * (0.5 if fmt == "w4a8" else 1)
+    active_bytes = active_experts(m, top_k, num_experts) * 3 * hidden * inter * (0.5 if w4 else 1)
     if m > 8 and fmt in A8_FORMATS and active_bytes > ROUTE_DIRECT_MAX_BYTES:
         return "grouped"
+    small_m, large_m = ROUTE_DIRECT_MAX_SHARING["fp8" if fmt in A8_FORMATS else "16bit"]
     limit = small_m if m <= 8 or m * top_k <= SMALL_LIMIT_MAX_ROUTES else large_m
+    if w4:
+        limit = W4A8_ROUTE_DIRECT_MAX_SHARING
     return "route_direct" if routes_per_active_expert(m, top_k, num_experts) <= limit else "grouped"

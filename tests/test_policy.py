@@ -425,6 +425,22 @@ def test_fp8_dispatch_limits():
     assert policy.choose_path(16, 8, 256, 7168, 2048, "bf16", 132) == "route_direct"
 
 
+def test_w4a8_dispatch_limits():
+    # FP4 weights keep route-direct to 2.4 routes per active expert up to M=64 (2026-12-04-s28):
+    # Mixtral TP2 M=8 (2.22) and Qwen3-30B M=16 (1.55), grouped under FP8's limits, won there
+    assert policy.choose_path(8, 2, 8, 4096, 7168, "w4a8", 132) == "route_direct"
+    assert policy.choose_path(8, 2, 8, 4096, 7168, "fp8_tensor", 132) == "grouped"
+    assert policy.choose_path(16, 8, 128, 2048, 768, "w4a8", 132) == "route_direct"
+    assert policy.choose_path(64, 8, 256, 7168, 256, "w4a8", 132) == "route_direct"  # DeepSeek-V3 TP8: 2.30
+    assert policy.choose_path(32, 8, 128, 2048, 768, "w4a8", 132) == "route_direct"  # 2.29
+    assert policy.choose_path(48, 8, 128, 2048, 768, "w4a8", 132) == "grouped"  # 3.14
+    assert policy.choose_path(16, 2, 8, 4096, 7168, "w4a8", 132) == "grouped"  # Mixtral: 4.04
+    assert policy.choose_path(65, 8, 1024, 2048, 768, "w4a8", 132) == "grouped"  # past 64 tokens
+    # the active-bytes bound holds at M > 8: DeepSeek-V3 untouched by TP at M=16 holds 2.2 GB of FP4
+    assert policy.choose_path(16, 8, 256, 7168, 2048, "w4a8", 132) == "grouped"
+    assert policy.choose_path(8, 8, 256, 7168, 2048, "w4a8", 132) == "route_direct"
+
+
 def test_top1_layers_keep_the_small_m_limits_up_to_16_routes():
     # 1.55 routes per active expert at M=16 (E=16, top-1): route-direct won or tied on three
     # top-1 layers (2026-12-01/top1); the same ratio with 128 routes (Qwen3, top-8) lost
