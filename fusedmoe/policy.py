@@ -162,14 +162,26 @@ def even_rows_per_expert(num_routes: int, num_experts: int) -> float:
     return num_routes / max(1, min(num_experts, num_routes))
 
 
-def grouped_block_m(num_routes: int, num_experts: int) -> int:
+def grouped_block_m(num_routes: int, num_experts: int, spread: float = 0.0) -> int:
     """BLOCK_M from the expected routed rows per active expert (seed 003): the smallest legal
-    tile (16..128) that holds them, so padding stays small and tiles stay full."""
+    tile (16..128) that holds them plus ``spread`` standard deviations of a Poisson count
+    (sqrt of the mean), so padding stays small and tiles stay full."""
     rows_per_expert = even_rows_per_expert(num_routes, num_experts)
+    rows_per_expert += spread * rows_per_expert ** 0.5
     for bm in (16, 32, 64):
         if rows_per_expert <= bm:
             return bm
     return 128
+
+
+# w4a8's grouped GEMMs decode each FP4 weight tile once per block of rows, so an expert whose
+# rows spill into a second block pays the decoding twice.  Its BLOCK_M holds the mean rows per
+# expert plus one standard deviation (2026-12-04-s28/call3, the tuner over BLOCK_M and the
+# register caps): at 16 rows per expert (DeepSeek-V3 TP8 and GPT-OSS-120B TP4, M=512) BLOCK_M 32
+# ran 0.87-0.89x the time of 16 (781.0 -> 692.4, 550.7 -> 479.5 us), where about 43% of the
+# experts overflow 16; at 21 and 32 rows (Hunyuan TP8, Qwen3-30B) the old pick won or tied.
+# BLOCK_M 128 lost everywhere it was timed (1.6-6.4x, M 512..8192): the cap stays at 64.
+W4A8_BLOCK_M_SPREAD = 1.0
 
 
 # FP8 promotion interval of the grouped path, measured on the H200 (2026-11-30, fifth session;
@@ -264,7 +276,7 @@ def grouped_config(m: int, top_k: int, num_experts: int, hidden: int, inter: int
     mma.sync.  FP8 BLOCK_M stays at 64: at 128 the gate/up tile spilled 163 LDL/STL with one
     256-wide accumulator; with separate gate and up accumulators it spills 9-12, which
     `fusedmoe tune` may accept once it is measured faster."""
-    bm = grouped_block_m(m * top_k, num_experts)
+    bm = grouped_block_m(m * top_k, num_experts, W4A8_BLOCK_M_SPREAD if fmt == "w4a8" else 0.0)
     swap = bm < 64
     warps = 4 if swap else 8
     if fmt in A8_FORMATS:  # FP8 MMA (w4a8: the FP4 weights decoded to e4m3 per K step)

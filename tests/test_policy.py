@@ -441,6 +441,21 @@ def test_w4a8_dispatch_limits():
     assert policy.choose_path(8, 8, 256, 7168, 2048, "w4a8", 132) == "route_direct"
 
 
+def test_w4a8_block_m_holds_one_standard_deviation_more_rows():
+    # w4a8 decodes a weight tile once per block: its BLOCK_M holds mean + sqrt(mean) rows per
+    # expert (2026-12-04-s28), the other formats' the mean
+    assert policy.grouped_config(512, 8, 256, 7168, 256, "w4a8").block_m == 32  # 16 rows: 20 with the spread
+    assert policy.grouped_config(512, 8, 256, 7168, 256, "fp8_tensor").block_m == 16
+    assert policy.grouped_config(512, 4, 128, 2880, 720, "w4a8").block_m == 32
+    assert policy.grouped_config(384, 8, 192, 4096, 192, "w4a8").block_m == 32  # 16 rows
+    assert policy.grouped_config(128, 8, 128, 2048, 768, "w4a8").block_m == 16  # 8 rows: 10.8
+    assert policy.grouped_config(4096, 2, 8, 4096, 7168, "w4a8").block_m == 64  # capped at 64
+    for m, e in ((300, 8), (700, 64), (2000, 192)):
+        cfg = policy.grouped_config(m, 8, e, 2048, 768, "w4a8")
+        assert cfg.gate_up.swap_ab == cfg.down.swap_ab == (cfg.block_m < 64)
+        assert policy.legal("grouped", cfg, "w4a8"), cfg
+
+
 def test_top1_layers_keep_the_small_m_limits_up_to_16_routes():
     # 1.55 routes per active expert at M=16 (E=16, top-1): route-direct won or tied on three
     # top-1 layers (2026-12-01/top1); the same ratio with 128 routes (Qwen3, top-8) lost
