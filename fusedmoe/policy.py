@@ -463,8 +463,8 @@ ROUTE_DIRECT_MAX_BYTES = 1.5e9  # FP8 active weight bytes at 8 < M <= 16
 # M=1, while its GEMV route-direct costs what FP8's does at half the bytes; so route-direct wins far
 # past FP8's limits: Mixtral TP2 M=8 (2.22 routes per active expert) 257.8 against 375.0 us,
 # Qwen3-30B M=16 (1.55) 118.5 against 169.7, DeepSeek-V3 TP8 M=64 (2.30) 494.2 against 529.6.
-# It loses from about 2.3-3 routes per active expert (Qwen3-30B M=32 at 2.29: 228.9 against 216.9;
-# Mixtral M=16 at 4.04: 489.6 against 398.8).  With the limit at 2.4 up to M=64 the picks took
+# Where it starts to lose depends on the shape, between 2.3 and 4 routes per active expert
+# (Qwen3-30B M=32 at 2.29: 228.9 against 216.9; Mixtral M=16 at 4.04: 489.6 against 398.8).  With the limit at 2.4 up to M=64 the picks took
 # 1.010x the faster path's time (geomean of 80; at most 1.59x, a small top-1 layer at M=48..64
 # where route-direct still wins) in sample and 1.007x on the 30 held-out cases, where FP8's
 # limits took 1.129x / 1.078x (at most 2.73x).  The FP8 byte bound above still applies at M > 8.
@@ -609,7 +609,8 @@ def choose_path(m: int, top_k: int, num_experts: int, hidden: int, inter: int, f
     if m > 8 and fmt in A8_FORMATS and active_bytes > ROUTE_DIRECT_MAX_BYTES:
         return "grouped"
     small_m, large_m = ROUTE_DIRECT_MAX_SHARING["fp8" if fmt in A8_FORMATS else "16bit"]
-    limit = small_m if m <= 8 or m * top_k <= SMALL_LIMIT_MAX_ROUTES else large_m
     if w4:
         limit = W4A8_ROUTE_DIRECT_MAX_SHARING
+    else:
+        limit = small_m if m <= 8 or m * top_k <= SMALL_LIMIT_MAX_ROUTES else large_m
     return "route_direct" if routes_per_active_expert(m, top_k, num_experts) <= limit else "grouped"
