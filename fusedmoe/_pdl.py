@@ -55,12 +55,18 @@ def pdl_enter(PDL: tl.constexpr):
         pdl_launch_dependents()
 
 
+_PDL_LAUNCH = dict(PDL=True, launch_pdl=True)
+_PDL_CODE_ONLY = dict(PDL=True)
+_NO_PDL: dict = {}
+
+
 def pdl_launch(device: torch.device) -> dict:
     """Launch arguments of a PDL kernel (its ``PDL`` constexpr): the PDL code and launch attribute
     on sm_90+, the code alone under the interpreter (tests), nothing elsewhere or while
-    torch.compile traces the launch (it does not know launch_pdl)."""
+    torch.compile traces the launch (it does not know launch_pdl).  A shared dict, read-only:
+    callers pass it on as ``**pdl_launch(device)``."""
     if torch.compiler.is_compiling():
-        return {}
+        return _NO_PDL
     if has_pdl(device):
-        return dict(PDL=True, launch_pdl=True)
-    return dict(PDL=True) if interpreting() else {}
+        return _PDL_LAUNCH
+    return _PDL_CODE_ONLY if interpreting() else _NO_PDL

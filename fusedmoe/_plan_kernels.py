@@ -436,8 +436,3 @@ def _plan_no_permute_kernel(
         e = e0 + tl.arange(0, E_TILE)
         tl.store(counts_ptr + e, acc, mask=e < num_local)
     tl.store(num_blocks_ptr, num_routes)
-
-
-def next_pow2(n: int) -> int:
-    """Smallest power of two >= max(n, 1)."""
-    return triton.next_power_of_2(max(int(n), 1))

@@ -58,10 +58,16 @@ def _capability(index: int) -> tuple[int, int]:
 
 def _compiled_capability(device: torch.device) -> tuple[int, int] | None:
     """The compute capability of a CUDA ``device`` running compiled kernels; None elsewhere
-    and under the interpreter."""
-    if device.type != "cuda" or interpreting():
+    and under the interpreter (on a CUDA device, whether it is on is read once: Triton decided
+    it when the kernels were defined)."""
+    if device.type != "cuda" or _interpreter_on_once():
         return None
     return _capability(device.index if device.index is not None else torch.cuda.current_device())
+
+
+@functools.lru_cache(maxsize=None)
+def _interpreter_on_once() -> bool:
+    return interpreting()
 
 
 def has_pdl(device: torch.device) -> bool:
@@ -75,6 +81,12 @@ def is_sm90(device: torch.device) -> bool:
     """Whether ``device`` is a Hopper GPU (sm_90) running compiled kernels: where the Gluon
     kernels (wgmma, TMA) run."""
     return _compiled_capability(device) == (9, 0)
+
+
+def next_pow2(n: int) -> int:
+    """Smallest power of two >= max(n, 1), for launch parameters (``triton.next_power_of_2`` is a
+    constexpr function: microseconds a call on the host path)."""
+    return 1 << (max(int(n), 1) - 1).bit_length()
 
 
 def cdiv(a: int, b: int) -> int:

@@ -40,8 +40,8 @@ def check_tensor(
         raise TypeError(f"{name}: expected dtype {_dtype_names(dtypes)}, got {str(t.dtype).replace('torch.', '')}")
     if ndim is not None and t.dim() != ndim:
         raise ValueError(f"{name}: expected a {ndim}-D tensor, got shape {tuple(t.shape)}")
-    if shape is not None:
-        if t.dim() != len(shape) or any(s is not None and s != d for s, d in zip(shape, t.shape)):
+    if shape is not None and tuple(t.shape) != tuple(shape):  # the exact shape, or one with wildcards
+        if len(t.shape) != len(shape) or any(s is not None and s != d for s, d in zip(shape, t.shape)):
             want = "[" + ", ".join("*" if s is None else str(s) for s in shape) + "]"
             raise ValueError(f"{name}: expected shape {want}, got {list(t.shape)}")
     if device is not None and t.device != device:

@@ -146,10 +146,9 @@ def _check_id_range(name: str, ids: torch.Tensor, end: int) -> None:
     CUDA graph or compiling (the kernels mask such ids; they are never an illegal access)."""
     if torch.compiler.is_compiling() or not ids.numel() or _capturing(ids):
         return
-    bad = ids < -1
-    if end <= torch.iinfo(ids.dtype).max:  # an int32 tensor compared with a larger int would wrap it
-        bad |= ids >= end
-    if bool(bad.any()):
+    lo, hi = torch.stack(torch.aminmax(ids)).tolist()  # two small launches and the sync
+    if lo < -1 or hi >= end:
+        bad = (ids < -1) | (ids.to(torch.int64) >= end)
         raise ValueError(f"{name}: expected ids in [-1, {end}), got values {ids[bad].unique()[:8].tolist()}")
 
 

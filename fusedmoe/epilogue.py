@@ -12,13 +12,13 @@ reference elsewhere.  Shapes:
 from __future__ import annotations
 
 import torch
-import triton
 
 from . import quant
 from . import reference as ref
 from ._epilogue_kernels import _combine_kernel, _quantize_rows_kernel, _quantize_whole_rows_kernel, _swiglu_kernel
+from ._launch import launch
 from ._pdl import pdl_launch
-from ._runtime import cdiv, runs_triton
+from ._runtime import cdiv, next_pow2, runs_triton
 
 _BLOCK_R = 4
 # Whole-row quantisation (fp8_tensor's x): one program per row, chunks of up to this many
@@ -48,12 +48,11 @@ def quantize_rows(a: torch.Tensor, whole_rows: bool = False) -> tuple[torch.Tens
     q = torch.empty(rows, cols, dtype=quant.FP8_DTYPE, device=a.device)
     s = torch.empty(rows, groups, dtype=torch.float32, device=a.device)
     if rows and cols and whole_rows:
-        block_c = min(triton.next_power_of_2(cols), _WHOLE_ROW_COLS)
-        _quantize_whole_rows_kernel[(rows,)](a, q, s, rows, cols, a.stride(0), q.stride(0), BLOCK_R=1,
-                                             BLOCK_C=block_c, num_warps=8 if block_c == _WHOLE_ROW_COLS else 4,
-                                             **pdl_launch(a.device))
+        block_c = min(next_pow2(cols), _WHOLE_ROW_COLS)
+        launch(_quantize_whole_rows_kernel, (rows,), a, q, s, rows, cols, a.stride(0), q.stride(0), BLOCK_R=1,
+               BLOCK_C=block_c, num_warps=8 if block_c == _WHOLE_ROW_COLS else 4, **pdl_launch(a.device))
     elif rows and cols:
-        _quantize_rows_kernel[(cdiv(rows, _BLOCK_R), groups)](
+        launch(_quantize_rows_kernel, (cdiv(rows, _BLOCK_R), groups),
             a, q, s, rows, cols, a.stride(0), q.stride(0), s.stride(0), BLOCK_R=_BLOCK_R, GROUP=quant.GROUP,
             **pdl_launch(a.device))
     return q, s
@@ -62,7 +61,7 @@ def quantize_rows(a: torch.Tensor, whole_rows: bool = False) -> tuple[torch.Tens
 def _swiglu_launch(gate_up: torch.Tensor, out: torch.Tensor, scales: torch.Tensor | None, activation: str) -> None:
     rows, inter = gate_up.shape[0], gate_up.shape[1] // 2
     if rows and inter:
-        _swiglu_kernel[(cdiv(rows, _BLOCK_R), cdiv(inter, quant.GROUP))](
+        launch(_swiglu_kernel, (cdiv(rows, _BLOCK_R), cdiv(inter, quant.GROUP)),
             gate_up, out, scales if scales is not None else out, rows, inter, gate_up.stride(0), out.stride(0),
             scales.stride(0) if scales is not None else 0,
             QUANT=scales is not None, ACTIVATION=ACTIVATIONS[activation], BLOCK_R=_BLOCK_R, GROUP=quant.GROUP)
@@ -104,8 +103,8 @@ def combine_launch(y: torch.Tensor, topk_weights: torch.Tensor, topk_ids: torch.
     if m == 0:
         return
     block_h = min(1024, 1 << (hidden - 1).bit_length())
-    _combine_kernel[(m, cdiv(hidden, block_h))](
+    launch(_combine_kernel, (m, cdiv(hidden, block_h)),
         y, topk_weights, topk_ids, shared_output if shared_output is not None else out, out, hidden,
         expert_offset, num_local, y.stride(0), shared_output.stride(0) if shared_output is not None else 0,
-        out.stride(0), TOPK=k, TOPK_PAD=triton.next_power_of_2(k), HAS_SHARED=shared_output is not None, BLOCK_H=block_h,
+        out.stride(0), TOPK=k, TOPK_PAD=next_pow2(k), HAS_SHARED=shared_output is not None, BLOCK_H=block_h,
         **pdl_launch(out.device))

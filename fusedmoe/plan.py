@@ -69,8 +69,9 @@ from dataclasses import dataclass
 
 import torch
 
+from ._launch import launch
 from ._pdl import pdl_launch
-from ._runtime import interpreting, runs_triton
+from ._runtime import interpreting, next_pow2, runs_triton
 from ._validate import ID_DTYPES, check_int, check_tensor
 
 __all__ = [
@@ -219,8 +220,6 @@ def _tile_experts(num_routes: int, num_local_experts: int) -> int:
 def _width(n: int) -> int:
     """Tensor width of the one-program and recount kernels for n routes (R_PAD) or experts
     (E_BINS, the histogram bins): a power of two, at least 16."""
-    from ._plan_kernels import next_pow2
-
     return max(next_pow2(n), 16)
 
 
@@ -245,8 +244,6 @@ def _recount_in_memory(num_local_experts: int) -> bool:
 def _auto_chunk(num_routes: int) -> int:
     """Routes per program of the parallel path: PAR_MIN_CHUNK while that makes at most
     SCAN_MAX_CHUNKS chunks, wider beyond (to PAR_MAX_CHUNK, the widest sort measured)."""
-    from ._plan_kernels import next_pow2
-
     return min(PAR_MAX_CHUNK, max(PAR_MIN_CHUNK, next_pow2(-(-num_routes // SCAN_MAX_CHUNKS))))
 
 
@@ -363,10 +360,10 @@ def _build(
     pdl = pdl_launch(device)
 
     if no_permute:
-        K._plan_no_permute_kernel[(1,)](
+        launch(K._plan_no_permute_kernel, (1,),
             *common, sorted_routes, block_expert, num_blocks, counts,
-            BLOCK_M=block_m, BLOCK_R=min(K.next_pow2(num_routes), 1024),
-            E_TILE=max(min(K.next_pow2(num_local), 2048), 16), FILL=FILL, num_warps=4, **pdl,
+            BLOCK_M=block_m, BLOCK_R=min(next_pow2(num_routes), 1024),
+            E_TILE=max(min(next_pow2(num_local), 2048), 16), FILL=FILL, num_warps=4, **pdl,
         )
     else:
         if path == "auto":
@@ -374,7 +371,7 @@ def _build(
             warps = warps or auto_warps
         if path == "tiled":
             if e_tile:  # forced: a power of two, no wider than the experts, at most TILED_MAX_WORK hit tests
-                e_tile = max(1, min(K.next_pow2(e_tile), _width(num_local), TILED_MAX_WORK // _width(num_routes)))
+                e_tile = max(1, min(next_pow2(e_tile), _width(num_local), TILED_MAX_WORK // _width(num_routes)))
             _launch_tiled(K, common, num_routes, block_m, padded, blocks, sorted_routes, block_expert,
                           num_blocks, counts, e_tile or _tile_experts(num_routes, num_local), warps or TILED_WARPS, pdl)
         elif path == "recount":
@@ -384,7 +381,7 @@ def _build(
         elif path == "single":
             r_pad = _width(num_routes)
             off = _empty(num_local, device)
-            K._plan_single_kernel[(1,)](
+            launch(K._plan_single_kernel, (1,),
                 *common, sorted_routes, padded, block_expert, blocks, num_blocks, counts, off,
                 BLOCK_M=block_m, R_PAD=r_pad, LOG_R=r_pad.bit_length() - 1,
                 E_BINS=_width(num_local), FILL=FILL, num_warps=warps or (8 if r_pad >= 1024 else 4), **pdl,
@@ -414,7 +411,7 @@ def _launch_recount(K, common, num_routes, num_local, block_m, padded, blocks, s
     e_bins = _width(num_local)
     # the histogram count reads no scratch: counts stands in for the pointer, no allocation
     scratch = _empty(grid * 2 * e_bins, sorted_routes.device) if in_memory else counts
-    K._plan_recount_kernel[(grid,)](
+    launch(K._plan_recount_kernel, (grid,),
         *common, sorted_routes, padded, block_expert, blocks, num_blocks, counts, scratch,
         BLOCK_M=block_m, R_PAD=r_pad, CHUNK=chunk,
         E_BINS=e_bins, PAD_TILE=min(block_m, 64), FILL=FILL, COUNT_IN_MEMORY=in_memory, num_warps=num_warps,
@@ -428,8 +425,8 @@ def _launch_tiled(K, common, num_routes, block_m, padded, blocks, sorted_routes,
     num_local = counts.numel()
     grid = (-(-num_local // e_tile),)
     r_pad = _width(num_routes)
-    K._plan_tile_count_kernel[grid](*common, counts, E_TILE=e_tile, R_PAD=r_pad, num_warps=num_warps, **pdl)
-    K._plan_tile_scatter_kernel[grid](
+    launch(K._plan_tile_count_kernel, grid, *common, counts, E_TILE=e_tile, R_PAD=r_pad, num_warps=num_warps, **pdl)
+    launch(K._plan_tile_scatter_kernel, grid,
         *common, counts, sorted_routes, padded, block_expert, blocks, num_blocks,
         BLOCK_M=block_m, E_TILE=e_tile, R_PAD=r_pad, E_PAD=_width(num_local), PAD_TILE=min(block_m, 64),
         B_TILE=64, FILL=FILL, num_warps=num_warps, **pdl)
@@ -444,23 +441,23 @@ def _launch_parallel(K, common, num_routes, num_local, block_m, padded, blocks,
     num_chunks = -(-num_routes // chunk)
     if num_chunks * num_local > _INT32_LIMIT:  # a forced chunk narrower than _auto_chunk's
         raise ValueError(f"chunk: {num_chunks} chunks of {chunk} routes x {num_local} experts overflow int32")
-    e_tile = max(min(e_tile, K.next_pow2(num_local)), 16)
+    e_tile = max(min(e_tile, next_pow2(num_local)), 16)
     chunk_counts = _empty(num_chunks * num_local, device)
     chunk_off = _empty(num_chunks * num_local, device)
     totals = _empty(num_local, device)
     pstart = _empty(num_local, device)
-    K._plan_count_kernel[(num_chunks,)](
+    launch(K._plan_count_kernel, (num_chunks,),
         *common, sorted_routes, padded, -(-padded // num_chunks),
         block_expert, blocks, -(-blocks // num_chunks), chunk_counts, chunk_off,
         CHUNK=chunk, E_TILE=e_tile, FILL=FILL, num_warps=8 if chunk >= 1024 else 4, **pdl,
     )
-    scan_chunks = min(K.next_pow2(num_chunks), SCAN_MAX_CHUNKS)
-    scan_experts = max(min(SCAN_TILE // scan_chunks, K.next_pow2(num_local)), 1)
-    K._plan_chunk_scan_kernel[(-(-num_local // scan_experts),)](
+    scan_chunks = min(next_pow2(num_chunks), SCAN_MAX_CHUNKS)
+    scan_experts = max(min(SCAN_TILE // scan_chunks, next_pow2(num_local)), 1)
+    launch(K._plan_chunk_scan_kernel, (-(-num_local // scan_experts),),
         chunk_counts, chunk_off, totals, num_chunks, num_local,
         CHUNKS=scan_chunks, EXPERTS=scan_experts, num_warps=8, **pdl,
     )
-    K._plan_scatter_kernel[(num_chunks,)](
+    launch(K._plan_scatter_kernel, (num_chunks,),
         *common, totals, chunk_off, pstart, sorted_routes, block_expert, num_blocks, counts,
         BLOCK_M=block_m, CHUNK=chunk, LOG_CHUNK=chunk.bit_length() - 1, E_TILE=e_tile, num_warps=8 if chunk >= 1024 else 4,
         **pdl)

@@ -29,11 +29,11 @@ from __future__ import annotations
 import math
 
 import torch
-import triton
 
+from ._launch import launch
 from ._pdl import pdl_launch
 from ._routing_kernels import _route_kernel
-from ._runtime import interpreting, runs_triton
+from ._runtime import cdiv, interpreting, next_pow2, runs_triton
 from ._validate import check_choice, check_int, check_tensor
 
 SCORINGS = ("softmax", "sigmoid")
@@ -75,8 +75,8 @@ def route(
     if M == 0:
         return weights, ids
     rows = _ROWS_PER_PROGRAM_INTERPRETED if interpreting() else _ROWS_PER_PROGRAM
-    block_m = min(rows, triton.next_power_of_2(M))
-    _route_kernel[(triton.cdiv(M, block_m),)](
+    block_m = min(rows, next_pow2(M))
+    launch(_route_kernel, (cdiv(M, block_m),),
         logits,
         bias if bias is not None else logits,  # never read without HAS_BIAS
         weights,
@@ -92,8 +92,8 @@ def route(
         N_GROUPS=n_groups,
         TOPK_GROUPS=topk_groups,
         BLOCK_M=block_m,
-        BLOCK_E=triton.next_power_of_2(E),
-        BLOCK_K=triton.next_power_of_2(top_k),
+        BLOCK_E=next_pow2(E),
+        BLOCK_K=next_pow2(top_k),
         num_warps=min(block_m, _ROWS_PER_PROGRAM),  # one warp per row on the GPU
         **pdl_launch(logits.device),
     )

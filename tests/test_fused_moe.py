@@ -833,10 +833,14 @@ def test_strided_rows_and_top_k_above_8(path, device):
 
 
 def _count_launches(monkeypatch, fn):
-    """Triton kernel launches made by fn() (interpreter or GPU JIT)."""
+    """Triton kernel launches made by fn() (interpreter or GPU JIT): with fusedmoe's launch cache
+    emptied, every launch goes through Triton's run()."""
     import triton.runtime.interpreter as interp
     import triton.runtime.jit as jit
 
+    from fusedmoe import _launch
+
+    monkeypatch.setattr(_launch, "_cache", {})
     names = []
     for cls in (interp.InterpretedFunction, jit.JITFunction):
         original = cls.run

@@ -20,6 +20,7 @@ from .. import quant
 from ..epilogue import ACTIVATIONS, combine_launch, quantize_rows
 from ..plan import build_plan, plan_launches
 from ..policy import GroupedConfig, gluon_fallback
+from .._launch import launch
 from .._pdl import pdl_launch
 from .._runtime import cdiv, is_sm90
 from ..weights import ExpertWeights
@@ -102,7 +103,7 @@ def grouped_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Ten
         act_s = act
 
     ws13, se13, sn13, mode = scale_args(weights, weights.w13_scale, x)
-    grouped_gate_up_kernel[(max_blocks * cdiv(inter, gu.block_n),)](
+    launch(grouped_gate_up_kernel, (max_blocks * cdiv(inter, gu.block_n),),
         a1, a1_s, weights.w13, ws13, optional_ptr(weights.w13_bias, x),
         plan.sorted_routes, plan.block_expert, plan.num_blocks, act, act_s,
         hidden, inter, k, a1.stride(0), a1_s.stride(0), weights.w13.stride(0), weights.w13.stride(1), se13, sn13,
@@ -116,7 +117,7 @@ def grouped_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Ten
     if split:  # rows of routes not held hold garbage here, as in the fused form; down never reads them
         act, act_s = quantize_rows(act)
     ws2, se2, sn2, mode = scale_args(weights, weights.w2_scale, x)
-    grouped_down_kernel[(max_blocks * cdiv(hidden, dn.block_n),)](
+    launch(grouped_down_kernel, (max_blocks * cdiv(hidden, dn.block_n),),
         act, act_s, weights.w2, ws2, optional_ptr(weights.w2_bias, x),
         plan.sorted_routes, plan.block_expert, plan.num_blocks, y,
         hidden, inter, act.stride(0), act_s.stride(0), weights.w2.stride(0), weights.w2.stride(1), se2, sn2,
@@ -137,7 +138,7 @@ def gather_plan_rows(x_q: torch.Tensor, x_s: torch.Tensor, plan, top_k: int) -> 
     x_plan = torch.empty(rows, x_q.shape[1], dtype=x_q.dtype, device=x_q.device)
     x_plan_s = torch.empty(rows, dtype=torch.float32, device=x_q.device)
     if rows:
-        gather_plan_rows_kernel[(plan.block_expert.numel(),)](
+        launch(gather_plan_rows_kernel, (plan.block_expert.numel(),),
             x_q, x_s, plan.sorted_routes, plan.num_blocks, x_plan, x_plan_s, x_q.shape[1], top_k, x_q.stride(0),
             x_plan.stride(0), BLOCK_M=plan.block_m, BLOCK_C=_GATHER_BYTES // plan.block_m, **pdl_launch(x_q.device))
     return x_plan, x_plan_s
@@ -165,17 +166,17 @@ def _gluon_gemms(x_q: torch.Tensor, x_s: torch.Tensor, weights: ExpertWeights, p
     rows = plan.sorted_routes.numel()
     if rows == 0:
         return
-    gate_up, down, launch = gluon_kernels(config)
+    gate_up, down, options = gluon_kernels(config)
     x_plan, x_plan_s = gather_plan_rows(x_q, x_s, plan, top_k)
     act = torch.empty(rows, inter, dtype=torch.float32, device=x_q.device)
-    gate_up[(grid * cdiv(inter, gu.block_n),)](
+    gate_up[(grid * cdiv(inter, gu.block_n),)](  # TMA descriptors: launched through Triton (_launch)
         tile_desc(x_plan, bm), x_plan_s, tile_desc(weights.w13.view(-1, hidden), gu.block_n), weights.w13_scale,
         plan.block_expert, plan.num_blocks, act, hidden, inter, act.stride(0),
-        GROUP_M=config.group_m, STAGES=gu.num_stages, **launch, **pdl_launch(x_q.device))
+        GROUP_M=config.group_m, STAGES=gu.num_stages, **options, **pdl_launch(x_q.device))
     # rows of blocks past num_blocks (and no-permute blocks of routes not held here) hold
     # garbage here and are requantised for nothing; down never reads them
     act_q, act_s = quantize_rows(act)
     down[(grid * cdiv(hidden, dn.block_n),)](
         tile_desc(act_q, bm), act_s, tile_desc(weights.w2.view(-1, inter), dn.block_n), weights.w2_scale,
         plan.sorted_routes, plan.block_expert, plan.num_blocks, y, hidden, inter, act_s.stride(0), y.stride(0),
-        GROUP_M=config.group_m, STAGES=dn.num_stages, **launch, **pdl_launch(x_q.device))
+        GROUP_M=config.group_m, STAGES=dn.num_stages, **options, **pdl_launch(x_q.device))

@@ -10,6 +10,7 @@ import torch
 
 from ..epilogue import ACTIVATIONS
 from ..policy import RouteDirectConfig
+from .._launch import launch
 from .._pdl import pdl_launch
 from .._runtime import cdiv
 from ..weights import ExpertWeights
@@ -39,7 +40,7 @@ def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torc
     ws, se, sn, mode = scale_args(weights, weights.w13_scale, x)
     gate_up = route_gate_up_mma_kernel if gu.swap_ab else route_gate_up_kernel
     gemv_gate_up = {} if gu.swap_ab else dict(FP16_PRODUCTS=config.fp16_products, STAGES=gu.num_stages)
-    gate_up[(r * cdiv(inter, gu.block_n) * split,)](
+    launch(gate_up, (r * cdiv(inter, gu.block_n) * split,),
         x, weights.w13, ws, optional_ptr(weights.w13_bias, x), topk_ids, act, hidden, inter, r, expert_offset,
         e_local, k, x.stride(0), weights.w13.stride(0), weights.w13.stride(1), se, sn,
         W_SCALE=mode, SPLIT_K=split, ACTIVATION=ACTIVATIONS[activation], HAS_BIAS=weights.w13_bias is not None,
@@ -50,7 +51,7 @@ def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torc
     down = route_down_mma_kernel if dn.swap_ab else route_down_kernel
     gemv_down = {} if dn.swap_ab else dict(TILES=config.down_tiles, FP16_PRODUCTS=config.fp16_products,
                                            STAGES=dn.num_stages)
-    down[(m * cdiv(cdiv(hidden, dn.block_n), config.down_tiles),)](
+    launch(down, (m * cdiv(cdiv(hidden, dn.block_n), config.down_tiles),),
         act, weights.w2, ws, optional_ptr(weights.w2_bias, x), topk_ids, topk_weights,
         optional_ptr(shared_output, out), out,
         hidden, inter, r, expert_offset, e_local, weights.w2.stride(0), weights.w2.stride(1), se, sn,
