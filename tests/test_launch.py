@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import pytest
 import torch
+import triton.language as tl
 from triton.runtime.jit import JITFunction
 
 from fusedmoe import _launch
 
 
-def _kernel_source(x_ptr, n, y_ptr, STRIDE, BLOCK: "tl.constexpr" = 16, FLAG: "tl.constexpr" = False):  # noqa: F821
+def _kernel_source(x_ptr, n, y_ptr, STRIDE, BLOCK: tl.constexpr = 16, FLAG: tl.constexpr = False):
     pass
 
 
