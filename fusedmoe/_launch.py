@@ -79,9 +79,10 @@ def launch(kernel, grid: tuple, *args, **kwargs) -> None:
     except TypeError:  # an unhashable argument
         kernel[grid](*args, **kwargs)
         return
-    if hit is None or _hooks_installed():
+    hooks = _hooks_installed()
+    if hit is None or hooks:
         compiled = kernel[grid](*args, **kwargs)
-        if compiled is not None and hit is None and len(per_kernel) < MAX_KEYS and not _hooks_installed():
+        if compiled is not None and hit is None and not hooks and len(per_kernel) < MAX_KEYS:
             entry = _entry(kernel, compiled, len(args), kwargs)
             if entry is not None:
                 per_kernel[key] = entry

@@ -102,7 +102,7 @@ def combine_launch(y: torch.Tensor, topk_weights: torch.Tensor, topk_ids: torch.
     hidden = out.shape[1]
     if m == 0:
         return
-    block_h = min(1024, 1 << (hidden - 1).bit_length())
+    block_h = min(1024, next_pow2(hidden))
     launch(_combine_kernel, (m, cdiv(hidden, block_h)),
         y, topk_weights, topk_ids, shared_output if shared_output is not None else out, out, hidden,
         expert_offset, num_local, y.stride(0), shared_output.stride(0) if shared_output is not None else 0,
