@@ -48,8 +48,8 @@ MAX_REL_L2 = 0.01
 def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
     """(field, value) moves of the coordinate descent: 'gate_up'/'down' tiles, 'block_m',
     'group_m', grouped 'tail_m' and 'gate_up_registers' / 'down_registers' (a tile's
-    max_registers), route-direct 'pdl', 'down_tiles', 'gate_up_stages' / 'down_stages' (a tile's num_stages) and
-    (FP8) 'fp16_products', grouped FP8 'block_m+gate_up' (both at
+    max_registers), route-direct 'pdl', 'down_tiles', 'gate_up_stages' / 'down_stages' (a tile's num_stages),
+    'register_caps' (both tiles' max_registers at once) and (FP8) 'fp16_products', grouped FP8 'block_m+gate_up' (both at
     once: value (BLOCK_M, gate/up tile)), grouped fp8_tensor 'gluon' (value: the Gluon tile set's
     BLOCK_M, or False: off)."""
     fp8 = fmt in FP8_FORMATS  # e4m3 weights (route-direct's tensor-core down, fp16 products)
@@ -87,6 +87,15 @@ def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
         for field in ("gate_up_stages", "down_stages"):
             for stages in (1, 2, 3, 4):
                 yield field, stages
+        # Register caps of both kernels at once (value: gate/up cap, down cap; 0 uncapped).
+        # Under PDL the down grid's programs are placed while gate/up's still run, but only where
+        # an SM's register file has room beside them, and only then do their first weight loads
+        # overlap the gate/up stream.  Compiled for sm_90, Hunyuan TP8 fp8_tensor M=1's tiles
+        # take 70 (gate/up, 8 warps) and 101 (down, 8 warps) registers: three gate/up programs
+        # leave no room for a down one; at 56 and 80 (no spills) one fits beside them.
+        for caps in itertools.product((0, 48, 56, 64, 80), (0, 64, 80, 96, 128)):
+            if caps != (0, 0):
+                yield "register_caps", caps
         return
     # Grouped tiles swap A and B exactly when BLOCK_M < 64 (``apply`` sets it): below 64 rows
     # the unswapped tile has no wgmma, above it the swap gains nothing (scripts/compile_check.py).
@@ -143,6 +152,9 @@ def apply(cfg, field: str, value, promote_k: int | None = None):
     if part in TILE_FIELD_MOVES and tile in ("gate_up", "down"):  # one field of one tile
         tile_cfg = dataclasses.replace(getattr(cfg, tile), **{TILE_FIELD_MOVES[part]: value})
         cfg = dataclasses.replace(cfg, **{tile: tile_cfg})
+    elif field == "register_caps":  # route-direct: (gate/up cap, down cap)
+        cfg = dataclasses.replace(cfg, gate_up=dataclasses.replace(cfg.gate_up, max_registers=value[0]),
+                                  down=dataclasses.replace(cfg.down, max_registers=value[1]))
     elif field == "block_m+gate_up":
         cfg = dataclasses.replace(cfg, block_m=value[0], gate_up=value[1])
     elif field == "gluon":  # value: the BLOCK_M of the Gluon kernels' tiles, or False: what Triton runs of them

@@ -357,6 +357,23 @@ def test_register_cap_moves_set_one_tiles_cap():
     assert policy._from_dict("grouped", entry).gate_up.max_registers == 0
 
 
+def test_route_direct_register_caps_move_sets_both_tiles():
+    # register_caps (route-direct) caps both kernels at once: (gate/up, down); (0, 0) is the start
+    # and never a move; every move is legal and survives a table round trip.
+    base = policy.RouteDirectConfig(policy.Tile(4, 2048, 8, 1), policy.Tile(16, 256, 8, 1), pdl=True)
+    capped = tune.apply(base, "register_caps", (56, 80))
+    assert (capped.gate_up.max_registers, capped.down.max_registers) == (56, 80)
+    assert capped == dataclasses.replace(base, gate_up=dataclasses.replace(base.gate_up, max_registers=56),
+                                         down=dataclasses.replace(base.down, max_registers=80))
+    moves = [v for f, v in tune.candidates("route_direct", "fp8_tensor") if f == "register_caps"]
+    assert (0, 0) not in moves and (56, 80) in moves and len(moves) == len(set(moves)) == 24
+    for caps in moves:
+        cfg = tune.apply(base, "register_caps", caps)
+        assert policy.legal("route_direct", cfg, "fp8_tensor")
+        assert policy._from_dict("route_direct", tune._as_dict(cfg)) == cfg
+    assert "register_caps" not in {f for f, _ in tune.candidates("grouped", "bf16")}
+
+
 @pytest.mark.parametrize("m,top_k,experts,hidden,inter", [(128, 8, 128, 2048, 768), (512, 8, 192, 4096, 192),
                                                           (2048, 2, 8, 4096, 7168), (300, 1, 16, 5120, 1024),
                                                           (8192, 6, 64, 2048, 1408)])
