@@ -99,6 +99,9 @@ def _check_inputs(x, weights, topk_weights, topk_ids, expert_offset, num_local_e
         check_tensor("out", out, dtypes=(x.dtype,), shape=(m, hidden), device=dev)
         if out.stride(1) != 1:
             raise ValueError(f"out: expected unit column stride, got strides {out.stride()}")
+        if m > 1 and out.stride(0) < hidden:  # an expanded view: rows would share memory
+            raise ValueError(f"out: expected rows that do not overlap (row stride >= {hidden}), got strides "
+                             f"{out.stride()}")
     check_choice("path", path, ("auto",) + PATHS)
     check_choice("activation", activation, tuple(ACTIVATIONS))
     return weights, n_global
@@ -125,6 +128,7 @@ def _apply_expert_map(expert_map, topk_ids, weights, expert_offset, num_local_ex
     """Global ids -> local ids through ``expert_map`` (-1 for ids not held or out of range)."""
     if expert_offset != 0 or num_local_experts is not None:
         raise ValueError("expert_map: give either expert_map or expert_offset/num_local_experts, not both")
+    check_tensor("topk_ids", topk_ids, dtypes=ID_DTYPES, ndim=2)  # read here, before _check_inputs
     check_tensor("expert_map", expert_map, dtypes=ID_DTYPES, ndim=1, device=topk_ids.device)
     n_global = expert_map.numel()
     if num_experts is not None and num_experts != n_global:

@@ -47,7 +47,7 @@ def _cdiv(a: int, b: int) -> int:
 
 
 def _bias(name: str, b: torch.Tensor | None) -> torch.Tensor | None:
-    """Biases are kept in fp32, contiguous (checked for shape in _validated)."""
+    """Biases are kept in fp32, contiguous (checked for shape in __post_init__)."""
     if b is None:
         return None
     check_tensor(name, b, dtypes=(torch.float32, torch.float64, torch.bfloat16, torch.float16), ndim=2)
@@ -77,6 +77,12 @@ class ExpertWeights:
     w13_bias: torch.Tensor | None = None
     w2_bias: torch.Tensor | None = None
 
+    def __post_init__(self):
+        """Every instance is checked once, however it was built (the constructor too): shapes,
+        dtypes, devices, contiguity and scales of the format (metadata only, 1-3 us)."""
+        check_choice("format", self.format, FORMATS)
+        self._check()
+
     # ---- construction -------------------------------------------------------------------
     @classmethod
     def from_dense(cls, w13: torch.Tensor, w2: torch.Tensor, format: str = "bf16", *,
@@ -101,7 +107,7 @@ class ExpertWeights:
         biases = dict(w13_bias=_bias("w13_bias", w13_bias), w2_bias=_bias("w2_bias", w2_bias))
         if format in _PLAIN_DTYPE:
             dt = _PLAIN_DTYPE[format]
-            return cls(format, w13.to(dt).contiguous(), w2.to(dt).contiguous(), **biases)._validated()
+            return cls(format, w13.to(dt).contiguous(), w2.to(dt).contiguous(), **biases)
         if format == "w4a8":
             for name, w in (("w13", w13), ("w2", w2)):
                 if w.shape[2] % 2:
@@ -109,17 +115,17 @@ class ExpertWeights:
                                      f"last dimension, got shape {list(w.shape)}")
             q13, s13 = quant.quantize_fp4_groups(w13)
             q2, s2 = quant.quantize_fp4_groups(w2)
-            return cls(format, q13, _fp4_group_rows(q2), s13, s2, **biases)._validated()
+            return cls(format, q13, _fp4_group_rows(q2), s13, s2, **biases)
         if format == "fp8_tensor":
             q13, s13 = quant.quantize_fp8_per_expert(w13)
             q2, s2 = quant.quantize_fp8_per_expert(w2)
-            return cls(format, q13, q2, s13, s2, **biases)._validated()
+            return cls(format, q13, q2, s13, s2, **biases)
         inter = w13.shape[1] // 2
         g, s_g = quant.quantize_fp8_blocks(w13[:, :inter])
         u, s_u = quant.quantize_fp8_blocks(w13[:, inter:])
         q2, s2 = quant.quantize_fp8_blocks(w2)
         return cls(format, torch.cat([g, u], dim=1).contiguous(), q2, torch.cat([s_g, s_u], dim=1).contiguous(),
-                   s2, **biases)._validated()
+                   s2, **biases)
 
     @classmethod
     def from_quantized(cls, format: str, w13: torch.Tensor, w2: torch.Tensor,
@@ -150,9 +156,10 @@ class ExpertWeights:
                 and w13.dim() == 3 and w2.shape[2] * 2 == w13.shape[1] // 2:  # a checkpoint's [E, H, I/2]
             w2 = _fp4_group_rows(w2)
         return cls(format, w13, w2, w13_scale, w2_scale, _bias("w13_bias", w13_bias),
-                   _bias("w2_bias", w2_bias))._validated()
+                   _bias("w2_bias", w2_bias))
 
-    def _validated(self) -> "ExpertWeights":
+    def _check(self) -> None:
+        """Raise, naming the field, unless the tensors are what the format stores (see the class)."""
         fmt = self.format
         fp4 = fmt == "w4a8"
         wdt = (quant.FP8_DTYPE,) if fmt in FP8_FORMATS else (torch.uint8,) if fp4 else (_PLAIN_DTYPE[fmt],)
@@ -192,7 +199,6 @@ class ExpertWeights:
         for name, b, shape in (("w13_bias", self.w13_bias, (e, 2 * i)), ("w2_bias", self.w2_bias, (e, h))):
             if b is not None:
                 check_tensor(name, b, dtypes=(torch.float32,), shape=shape, device=self.w13.device, contiguous=True)
-        return self
 
     # ---- facts ----------------------------------------------------------------------------
     @property

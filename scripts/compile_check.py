@@ -134,6 +134,11 @@ CASES = [
      grouped(64, 128, 128, False, True, 1, PROMOTE_K=128), 8, True),
     ("grouped_down fp8_tensor swap-AB M16", grouped_down_kernel, DOWN_FP8, grouped(16, 128, 128, True, True, 1), 4,
      True),
+    # fp16 activations: the route outputs in fp32 (one may exceed fp16's range where the weighted sum does not)
+    ("grouped_down fp8_tensor fp32 y", grouped_down_kernel, dict(DOWN_FP8, y_ptr="*fp32"),
+     grouped(64, 128, 128, False, True, 1, PROMOTE_K=128), 8, True),
+    ("grouped_down w4a8 swap-AB M16 fp32 y", grouped_down_kernel, dict(DOWN_W4, y_ptr="*fp32"),
+     grouped(16, 128, 128, True, True, 3), 4, True),
     # the warp-specialised Gluon set's tiles on the Triton kernels (policy.gluon_fallback: down at 128
     # columns; at the Gluon set's 256 the Triton down spills, 255 registers and 184 LDL/STL).  Its
     # entries sit at M >= 2048 and serve M >= 1024, where the sums are promoted every 128 columns
@@ -305,10 +310,11 @@ def sass_facts(cubin: bytes) -> dict:
                 pdl_wait_first=launch_at < 0 or 0 <= wait_at < launch_at)
 
 
-def compile_gluon(gemm: str, group_m: int = 1, block_m: int = 64):
+def compile_gluon(gemm: str, group_m: int = 1, block_m: int = 64, y_type: str = "*bf16"):
     """A Gluon grouped GEMM ('gate_up' or 'down') compiled for sm_90 with the tiles of
     ``policy.gluon_grouped_config`` at ``block_m`` (128: the warp-specialised kernel), launched
-    as ``grouped.gluon_kernels`` says; returns (compiled kernel, ptxas's stdout+stderr on its
+    as ``grouped.gluon_kernels`` says (the down's route outputs of type ``y_type``: fp32 under fp16
+    activations); returns (compiled kernel, ptxas's stdout+stderr on its
     PTX, where a serialised wgmma shows as warning C7514)."""
     from triton.experimental.gluon._runtime import GluonASTSource
 
@@ -322,7 +328,7 @@ def compile_gluon(gemm: str, group_m: int = 1, block_m: int = 64):
     if gemm == "down":
         kernel = down_kernel
         sig = {"a_desc": desc(block_m), "as_ptr": "*fp32", **common, "routes_ptr": "*i32", "block_expert_ptr": "*i32",
-               "num_blocks_ptr": "*i32", "y_ptr": "*bf16", "H": "i32", "I": "i32", "stride_as": "i32",
+               "num_blocks_ptr": "*i32", "y_ptr": y_type, "H": "i32", "I": "i32", "stride_as": "i32",
                "stride_y": "i32"}
     else:
         kernel = gate_up_kernel
@@ -367,8 +373,8 @@ def main() -> int:
                              or (constexprs.get("STAGES", 1) > 1 and f["cp_async"] == 0)))
             for name, kernel, ptrs, constexprs, warps, needs_wgmma in CASES]
 
-    def gluon_facts(gemm: str, block_m: int) -> dict:
-        compiled, ptxas = compile_gluon(gemm, group_m=8, block_m=block_m)
+    def gluon_facts(gemm: str, block_m: int, y_type: str = "*bf16") -> dict:
+        compiled, ptxas = compile_gluon(gemm, group_m=8, block_m=block_m, y_type=y_type)
         return dict(sass_facts(compiled.asm["cubin"]), serialised="C7514" in ptxas,
                     shared_bytes=compiled.metadata.shared)
     # the Gluon grouped GEMMs (GroupedConfig.gluon), one-warpgroup (BLOCK_M 64) and
@@ -377,6 +383,9 @@ def main() -> int:
                    lambda f: f["qgmma"] == 0 or f["spill_ops"] > 0 or f["serialised"] or f["pdl_wait"] == 0
                    or not f["pdl_wait_first"])
              for gemm in ("gate_up", "down") for bm in GLUON_BLOCK_MS]
+    rows += [check(f"gluon grouped_down block_m={bm} fp32 y", lambda: gluon_facts("down", bm, "*fp32"),
+                   lambda f: f["qgmma"] == 0 or f["spill_ops"] > 0 or f["serialised"])
+             for bm in GLUON_BLOCK_MS]
     ok = all(r["ok"] for r in rows)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))

@@ -351,6 +351,24 @@ def test_route_direct_fp16_products_at_the_fp16_bound(fmt, device):
     assert torch.isfinite(out).all()
 
 
+@pytest.mark.parametrize("fmt", ["fp8_tensor", "w4a8"])
+def test_grouped_fp16_route_outputs_beyond_fp16(fmt, device):
+    # fp16 activations: one route's down output peaks near 1.5e5 (above fp16's 65504) while the
+    # weighted sum (routing weight 0.25) fits; the grouped path keeps route outputs in fp32 then.
+    e, h, i = 2, 64, 64
+    gen = torch.Generator(device=device).manual_seed(4)
+    w13 = torch.randn(e, 2 * i, h, device=device, generator=gen) * 0.1
+    w2 = torch.randn(e, h, i, device=device, generator=gen) * 0.1
+    x = torch.randn(3, h, device=device, generator=gen).half()
+    ids = torch.zeros(3, 1, device=device, dtype=torch.int32)
+    tw = torch.full((3, 1), 0.25, device=device)
+    peak = moe_reference(x, ExpertWeights.from_dense(w13, w2, fmt), torch.ones_like(tw), ids,
+                         quantize_activations=True).abs().max().item()
+    weights = ExpertWeights.from_dense(w13, w2 * (1.5e5 / peak), fmt)
+    out = run_and_check(weights, x, tw, ids, "grouped")
+    assert torch.isfinite(out).all() and out.abs().max() > 2e4
+
+
 def test_fp16_products_legality():
     gemv = policy.RouteDirectConfig(policy.Tile(8, 128, 4, 1), policy.Tile(16, 128, 4, 1), fp16_products=True)
     assert policy.legal("route_direct", gemv, "fp8_tensor") and policy.legal("route_direct", gemv, "fp8_block")

@@ -90,6 +90,61 @@ def test_weights_validation(device):
         ExpertWeights.from_dense(w13, w2, "fp16", w2_bias=torch.zeros(32, device=device))
 
 
+def test_weights_constructor_checked(device):
+    # ExpertWeights built by its constructor (not from_dense / from_quantized) is checked too:
+    # a bad one never reaches a kernel (out-of-bounds reads, a crash, or a silent wrong answer).
+    good = ExpertWeights.from_dense(torch.randn(1, 64, 32, device=device), torch.randn(1, 32, 32, device=device),
+                                    "w4a8")
+    with pytest.raises(ValueError, match="w2: expected shape"):
+        ExpertWeights("w4a8", good.w13, good.w2[:0], good.w13_scale, good.w2_scale)
+    with pytest.raises(ValueError, match="w13_scale: format 'w4a8' needs"):
+        ExpertWeights("w4a8", good.w13, good.w2, None, good.w2_scale)
+    with pytest.raises(ValueError, match="format: expected one of"):
+        ExpertWeights("int3", good.w13, good.w2)
+    plain = ExpertWeights.from_dense(torch.randn(2, 64, 32, device=device), torch.randn(2, 32, 32, device=device),
+                                     "fp16")
+    with pytest.raises(ValueError, match="w13: expected a contiguous"):
+        ExpertWeights("fp16", plain.w13.transpose(1, 2).contiguous().transpose(1, 2), plain.w2)
+    with pytest.raises(ValueError, match="w13_bias: expected shape"):
+        ExpertWeights("fp16", plain.w13, plain.w2, w13_bias=torch.zeros(1, 3, device=device))
+
+
+@pytest.mark.parametrize("bad_ids,exc,match", [
+    (lambda ids: ids.float(), TypeError, "topk_ids: expected dtype"),
+    (lambda ids: ids.short(), TypeError, "topk_ids: expected dtype"),
+    (lambda ids: ids > 0, TypeError, "topk_ids: expected dtype"),
+    (lambda ids: ids.tolist(), TypeError, "topk_ids: expected a torch.Tensor"),
+    (lambda ids: ids[0], ValueError, "topk_ids: expected a 2-D"),
+])
+def test_expert_map_checks_ids_first(layer, bad_ids, exc, match):
+    w, x, tw, ids = layer
+    emap = torch.tensor([0, 1, 2, 3, -1, -1], device=x.device)
+    with pytest.raises(exc, match=match):
+        fused_moe(x, w, tw, bad_ids(ids), expert_map=emap)
+
+
+def test_out_rows_must_not_overlap(layer):
+    w, x, tw, ids = layer
+    shared_row = torch.empty(1, x.shape[1], dtype=x.dtype, device=x.device).expand(x.shape[0], -1)
+    with pytest.raises(ValueError, match="out: expected rows that do not overlap"):
+        fused_moe(x, w, tw, ids, out=shared_row)
+    one = torch.empty(1, x.shape[1], dtype=x.dtype, device=x.device).expand(1, -1)  # a single row: fine
+    fused_moe(x[:1], w, tw[:1], ids[:1], out=one)
+
+
+@pytest.mark.parametrize("block_m", [24, 48, 2048, 8])
+def test_grouped_config_block_m_checked(layer, block_m):
+    import dataclasses
+
+    from fusedmoe import policy
+    w, x, tw, ids = layer
+    cfg = dataclasses.replace(policy.grouped_config(x.shape[0], ids.shape[1], w.num_experts, w.hidden_size,
+                                                    w.intermediate_size, w.format), block_m=block_m)
+    assert not policy.legal("grouped", cfg, w.format)
+    with pytest.raises(ValueError, match="config: .* is not a legal 'grouped' config"):
+        fused_moe(x, w, tw, ids, path="grouped", config=cfg)
+
+
 def test_global_expert_ids_beyond_the_plan_limit(device):
     # Expert parallelism over a huge global id space: the plan limits local experts, not
     # global ids, and int32 ids meet a global count beyond int32 without wrapping.

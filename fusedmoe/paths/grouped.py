@@ -88,7 +88,9 @@ def grouped_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Ten
     row_scaled = quant.x_row_scaled(weights.format)
     split = splits_quantisation(weights, config)
     a1, a1_s = quantize_rows(x, whole_rows=row_scaled) if fp8 else (x, x)
-    y = torch.empty(m * k, hidden, dtype=x.dtype, device=dev)
+    # each route's down output, before the routing weight: fp32 under fp16 activations (one route's
+    # output may exceed 65504 where the weighted sum does not), else the activations' dtype
+    y = torch.empty(m * k, hidden, dtype=torch.float32 if x.dtype == torch.float16 else x.dtype, device=dev)
     if uses_gluon(weights, config, dev, activation):  # fp8_tensor: x row-scaled
         _gluon_gemms(a1, a1_s, weights, plan, y, config, k)
         combine_launch(y, topk_weights, topk_ids, out, shared_output, expert_offset, e_local)
