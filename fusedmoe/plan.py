@@ -262,9 +262,14 @@ def _check_forced_path(path: str, num_routes: int, num_local_experts: int) -> No
                          f"got {num_routes}, {num_local_experts}")
 
 
+def is_block_m(block_m: int) -> bool:
+    """Whether the plan takes ``block_m``: a power of two in [1, MAX_BLOCK_M]."""
+    return 1 <= block_m <= MAX_BLOCK_M and block_m & (block_m - 1) == 0
+
+
 def _check_block_m(block_m: object) -> int:
     check_int("block_m", block_m, lo=1, hi=MAX_BLOCK_M)
-    if block_m & (block_m - 1):
+    if not is_block_m(block_m):
         raise ValueError(f"block_m: expected a power of two in [1, {MAX_BLOCK_M}], got {block_m}")
     return block_m  # type: ignore[return-value]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import triton
 
-from .plan import MAX_BLOCK_M
+from .plan import is_block_m
 from .weights import A8_FORMATS, FP8_FORMATS
 
 CONFIG_DIR = Path(__file__).parent / "configs"
@@ -516,8 +516,8 @@ def legal(path: str, cfg: GroupedConfig | RouteDirectConfig, fmt: str) -> bool:
         # tail tiles: fewer rows than BLOCK_M, swapped below 64 (FP8: then 64 or 128 gate/up columns)
         tail_ok = cfg.tail_m == 0 or (cfg.tail_m in (16, 32, 64) and cfg.tail_m < cfg.block_m and not cfg.gluon
                                       and (cfg.tail_m >= 64 or fmt not in A8_FORMATS or gu.block_n in (64, 128)))
-        block_m_ok = 16 <= cfg.block_m <= MAX_BLOCK_M and cfg.block_m & (cfg.block_m - 1) == 0  # the plan's blocks
-        return (pow2 and caps_ok and scaled_ok and promote_ok and gluon_ok and tail_ok and block_m_ok
+        return (pow2 and caps_ok and scaled_ok and promote_ok and gluon_ok and tail_ok and is_block_m(cfg.block_m)
+                and cfg.block_m >= 16
                 and all(t.block_k >= 16 and t.block_n >= 16 for t in tiles)
                 and all(t.split_k == 1 for t in tiles) and cfg.group_m >= 1)
     gu, dn = cfg.gate_up, cfg.down
