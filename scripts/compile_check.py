@@ -224,6 +224,15 @@ CASES = [
      route_gate_up(3, 1, 0, False, 8, 512, STAGES=3), 4, False),
     ("route_down fp8_tensor k8 N8 K256 3 stages PDL", route_down_kernel, ROUTE_DOWN_FP8,
      route_down(8, 1, 1, False, 0, False, 8, 256, PDL=True, STAGES=3), 4, False),
+    # per-program timelines (fusedmoe._trace: %globaltimer, %smid), as scripts/decode_timeline.py builds them
+    ("route_gate_up fp8_tensor PDL traced", route_gate_up_kernel, dict(ROUTE_GATE_UP_FP8, trace_ptr="*i64"),
+     route_gate_up(1, 1, 0, False, 4, 2048, PDL=True, TRACE=True), 8, False),
+    ("route_gate_up_mma bf16 N32 PDL traced", route_gate_up_mma_kernel, dict(ROUTE_GATE_UP_BF16, trace_ptr="*i64"),
+     route_gate_up(0, 1, 0, False, 32, 256, PDL=True, TRACE=True), 4, True),
+    ("route_down fp8_tensor k8 PDL traced", route_down_kernel, dict(ROUTE_DOWN_FP8, trace_ptr="*i64"),
+     route_down(8, 1, 1, False, 0, False, 16, 256, PDL=True, TRACE=True), 8, False),
+    ("route_down_mma fp8_block k8 N16 PDL traced", route_down_mma_kernel, dict(ROUTE_DOWN_FP8, trace_ptr="*i64"),
+     route_down(8, 2, 1, True, 0, False, 16, 128, PDL=True, TRACE=True), 4, True),
     ("plan one program R2048 E512", _plan_single_kernel, dict(ids_ptr="*i32", sorted_ptr="*i32",
      block_expert_ptr="*i32", num_blocks_ptr="*i32", counts_ptr="*i32", off_ptr="*i32"),
      dict(BLOCK_M=16, R_PAD=2048, LOG_R=11, E_BINS=512, FILL=1024, PDL=True), 8, False),
@@ -277,9 +286,11 @@ DIVISIBLE_BY_16 = {"H", "I", "hidden", "stride_x", "stride_we", "stride_wn", "st
 def compile_case(kernel, ptrs: dict, constexprs: dict, num_warps: int, num_stages: int = 3):
     params = inspect.signature(kernel.fn).parameters
     names = list(params)
-    # constexprs with a default (PDL=False) keep it unless the case sets them, as a launch does
+    # constexprs with a default (PDL=False) keep it unless the case sets them, as a launch does;
+    # so do pointers that default to None (trace_ptr) and that the case gives no type
     constexprs = {**{n: p.default for n, p in params.items()
                      if p.default is not inspect.Parameter.empty and "constexpr" in str(p.annotation)},
+                  **{n: None for n, p in params.items() if p.default is None and n not in ptrs},
                   **constexprs}
     sig = {n: ("constexpr" if n in constexprs else ptrs.get(n, "*fp32" if n.endswith("_ptr") else "i32"))
            for n in names}

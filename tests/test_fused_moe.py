@@ -778,6 +778,44 @@ def test_route_direct_gemv_pipeline_is_bitwise_unpipelined(fmt, pdl, device):
         assert torch.equal(got.view(torch.int16), want.view(torch.int16)), stages
 
 
+@pytest.mark.parametrize("fmt,tensor_cores", [(PLAIN_FORMAT, False), (PLAIN_FORMAT, True), ("fp8_block", True)])
+def test_route_direct_trace_writes_each_programs_row_and_leaves_the_output(fmt, tensor_cores, device):
+    # The timeline probe's kernels (TRACE, scripts/decode_timeline.py) compute what the plain
+    # ones do, and write one row per program: gate/up rows first, then down rows; on the GPU
+    # times that rise from start to wait to end, and the SM.  Rows past the programs stay
+    # untouched.  The interpreter has no timers: zeros, and the program index for the SM.
+    from fusedmoe._trace import TRACE_FIELDS
+    from fusedmoe.paths.route_direct import launch_programs, route_direct_moe
+
+    blocked = fmt == "fp8_block"  # 128-column scale blocks: K steps of 128
+    m, e, k, h, i, bk = (3, 5, 2, 256, 128, 128) if blocked else (3, 5, 2, 96, 40, 64)
+    weights, x, tw, ids = make_layer(m, e, k, h, i, fmt, device, p_drop=0.0)
+    tiles = (policy.Tile(16, bk, 4, 1, swap_ab=tensor_cores), policy.Tile(16, bk, 4, 1, swap_ab=blocked))
+    cfg = policy.RouteDirectConfig(*tiles, pdl=True)
+    assert policy.legal("route_direct", cfg, fmt)
+    n_gu, n_dn = launch_programs(m, k, i, h, cfg)
+    assert (n_gu, n_dn) == (m * k * -(-i // 16), m * (h // 16))
+    trace = poison(torch.empty(n_gu + n_dn + 2, TRACE_FIELDS, dtype=torch.int64, device=device))
+    out = poison(torch.empty_like(x))
+    route_direct_moe(x, weights, tw, ids, out, None, 0, cfg, trace=trace)
+    want = fused_moe(x, weights, tw, ids, path="route_direct", config=cfg)
+    assert torch.equal(out.view(torch.int16), want.view(torch.int16))
+    gu, dn, rest = trace[:n_gu].cpu(), trace[n_gu:n_gu + n_dn].cpu(), trace[n_gu + n_dn:].cpu()
+    assert bool((rest == -7).all())
+    assert bool((gu[:, :2] != -7).all()) and bool((dn[:, :3] != -7).all()) and bool((dn[:, 3] != -7).all())
+    # tensor-core gate/up: programs that do not lead their route group exit before the end fields
+    finished = gu[:, 3] != -7
+    assert bool(finished.any()) and (tensor_cores or bool(finished.all()))
+    if ON_GPU:
+        for rows in (gu[finished], dn):
+            assert bool((rows[:, 0] <= rows[:, 1]).all()) and bool((rows[:, 1] <= rows[:, 2]).all())
+            assert bool((rows[:, 4] <= rows[:, 6]).all()) and bool((rows[:, 3] >= 0).all())
+    else:
+        assert torch.equal(dn[:, 3], torch.arange(n_dn)) and bool((dn[:, :3] == 0).all())
+    with pytest.raises(ValueError, match="trace"):
+        route_direct_moe(x, weights, tw, ids, out, None, 0, cfg, trace=trace[:n_gu])
+
+
 @settings(max_examples=int(__import__("os").environ.get("FUSEDMOE_FUZZ", 100)), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(m=st.integers(1, 6), e=st.integers(1, 9), k=st.integers(1, 4), h=st.integers(16, 150),

@@ -39,6 +39,7 @@ import triton.language as tl
 
 from .._epilogue_kernels import INTERPRETING, glu, is_held
 from .._pdl import pdl_enter, pdl_wait
+from .._trace import trace_end, trace_mark
 from ._fp4_kernels import FP4_GROUP, fp16_groups, fp4_group_dots, fp4_route_group_dots, load_fp4_rows
 
 
@@ -95,13 +96,15 @@ def _chunk_dots_fp16(w, v, ROWS: tl.constexpr, BLOCK_K: tl.constexpr):
 
 @triton.jit
 def _gate_up_program(R, I, H, SPLIT_K: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                     PDL: tl.constexpr):
+                     PDL: tl.constexpr, trace_ptr, TRACE: tl.constexpr):
     """This gate/up program's route r, tile nt of I, split s, its 2*BLOCK_N weight rows
     (gate rows then up rows: w_rows, valid n_ok, scale-block rows s_rows) and K range
     [k_lo, k_hi).  Routes change fastest in the grid, so routes that share an expert read
     the same tile at the same time (L2).  With PDL it first waits for the previous grid, then
-    lets the down grid launch, before the program reads anything."""
+    lets the down grid launch, before the program reads anything.  TRACE: ``_trace``'s fields 0, 1."""
+    trace_mark(trace_ptr, 0, TRACE)
     pdl_enter(PDL)
+    trace_mark(trace_ptr, 1, TRACE)
     pid = tl.program_id(0)
     r = pid % R
     rest = pid // R
@@ -123,13 +126,15 @@ def route_gate_up_kernel(
         H, I, R, expert_offset, num_local, TOPK, stride_x, stride_we, stride_wn, stride_wse, stride_wsn,
         W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr,
         BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr = False,
-        FP16_PRODUCTS: tl.constexpr = False, STAGES: tl.constexpr = 1):
+        FP16_PRODUCTS: tl.constexpr = False, STAGES: tl.constexpr = 1, trace_ptr=None, TRACE: tl.constexpr = False):
     """SPLIT_K == 1: act[r, n] = act(G_e x_t + b_g)[n] * (U_e x_t + b_u)[n]; else act[s, r, :] =
     partial [G_e x_t, U_e x_t] over the s-th K range (the bias in split 0).  e = ids[r] -
     expert_offset, t = r // TOPK; bias b [E, 2I] if HAS_BIAS.  FP16_PRODUCTS (FP8 weights):
     the products in packed fp16 (``_chunk_dots_fp16``).  W_SCALE 3: FP4 rows of H/2 bytes,
-    one exponent per 32 columns (ws [E, 2I, H/32]).  STAGES: the K loop's pipeline depth."""
-    r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi = _gate_up_program(R, I, H, SPLIT_K, BLOCK_N, BLOCK_K, PDL)
+    one exponent per 32 columns (ws [E, 2I, H/32]).  STAGES: the K loop's pipeline depth.
+    TRACE: each program's timeline into trace_ptr (``fusedmoe._trace``)."""
+    r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi = _gate_up_program(R, I, H, SPLIT_K, BLOCK_N, BLOCK_K, PDL,
+                                                                  trace_ptr, TRACE)
     gid = tl.load(ids_ptr + r)
     if not is_held(gid, expert_offset, num_local):
         return
@@ -171,6 +176,7 @@ def route_gate_up_kernel(
     else:
         base = act_ptr + (s.to(tl.int64) * R + r) * (2 * I)
         tl.store(base + w_rows, acc, mask=n_ok)
+    trace_end(trace_ptr, TRACE)
 
 
 @triton.jit
@@ -215,7 +221,8 @@ def route_gate_up_mma_kernel(
         x_ptr, w_ptr, ws_ptr, b_ptr, ids_ptr, act_ptr,
         H, I, R, expert_offset, num_local, TOPK, stride_x, stride_we, stride_wn, stride_wse, stride_wsn,
         W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr,
-        BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr = False):
+        BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr = False, trace_ptr=None,
+        TRACE: tl.constexpr = False):
     """The gate/up step of route_gate_up_kernel (same outputs) on the tensor cores, swap-AB:
     the expert's [2*BLOCK_N, BLOCK_K] weight tile is the MMA's M side and up to 16 routes on
     that expert its N side, so routes sharing an expert stream its rows once.  Only the route
@@ -225,7 +232,8 @@ def route_gate_up_mma_kernel(
     per row (``_fp16_rows``), applied back to that step's fp32 partial.  Products are summed
     in fp32.  Block scales need BLOCK_K 128."""
     MATES: tl.constexpr = 16
-    r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi = _gate_up_program(R, I, H, SPLIT_K, BLOCK_N, BLOCK_K, PDL)
+    r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi = _gate_up_program(R, I, H, SPLIT_K, BLOCK_N, BLOCK_K, PDL,
+                                                                  trace_ptr, TRACE)
     gid = tl.load(ids_ptr + r)
     if not is_held(gid, expert_offset, num_local):
         return
@@ -266,6 +274,7 @@ def route_gate_up_mma_kernel(
     else:
         base = act_ptr + (s.to(tl.int64) * R + rows[:, None]) * (2 * I)
         tl.store(base + w_rows[None, :], acc, mask=ok[:, None] & n_ok[None, :])
+    trace_end(trace_ptr, TRACE)
 
 
 @triton.jit
@@ -403,12 +412,13 @@ def route_down_kernel(
         TOPK: tl.constexpr, W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, HAS_SHARED: tl.constexpr,
         ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
         PDL: tl.constexpr = False, TILES: tl.constexpr = 1, FP16_PRODUCTS: tl.constexpr = False,
-        STAGES: tl.constexpr = 1):
+        STAGES: tl.constexpr = 1, trace_ptr=None, TRACE: tl.constexpr = False):
     """out[t, n] = sum_j w[t,j] * (W2_e act_r + b_e)[n] (+ shared[t, n]), r = t*TOPK + j, over held
     routes; bias b [E, H] if HAS_BIAS.  A program computes TILES consecutive tiles of BLOCK_N
     rows of H for its token, one K step after another (its routes read once).  With PDL its
     first weight tile is loaded before the wait for gate/up.  STAGES: the step loop's pipeline
-    depth."""
+    depth.  TRACE: each program's timeline into trace_ptr (``fusedmoe._trace``)."""
+    trace_mark(trace_ptr, 0, TRACE)
     KP: tl.constexpr = triton.next_power_of_2(TOPK)
     pid = tl.program_id(0)
     t = pid % (R // TOPK)  # token-fastest, as in gate/up: shared experts' tiles meet in L2
@@ -424,11 +434,14 @@ def route_down_kernel(
         w = _down_weights(w_ptr, ws_ptr, e, held, t0, 0, steps, offs_n, offs_k, H, I, stride_we, stride_wn,
                           stride_wse, stride_wsn, W_SCALE, BLOCK_N, BLOCK_K)
         pdl_wait()
+        trace_mark(trace_ptr, 1, TRACE)
         acc = _down_tile_step(act_ptr, w, acc, 0, steps, t0, r, held, e, t, offs_n, offs_k, offs_g, ws_ptr,
                               b_ptr, tw_ptr, shared_ptr, out_ptr, H, I, R, stride_wse, stride_wsn, stride_s,
                               stride_o, KP, W_SCALE, SPLIT_K, ACTIVATION, HAS_BIAS, HAS_SHARED, BLOCK_N, BLOCK_K, TILES,
                               FP16_PRODUCTS)
         first = 1
+    else:
+        trace_mark(trace_ptr, 1, TRACE)
     for it in tl.range(first, TILES * steps, num_stages=STAGES):
         w = _down_weights(w_ptr, ws_ptr, e, held, t0, it, steps, offs_n, offs_k, H, I, stride_we, stride_wn,
                           stride_wse, stride_wsn, W_SCALE, BLOCK_N, BLOCK_K)
@@ -440,6 +453,7 @@ def route_down_kernel(
         n = t0 * BLOCK_N + offs_n
         _combine_token(acc, r, held, e, t, n, n < H, ws_ptr, b_ptr, tw_ptr, shared_ptr, out_ptr, H, stride_s, stride_o,
                        W_SCALE, HAS_BIAS, HAS_SHARED)
+    trace_end(trace_ptr, TRACE)
 
 
 @triton.jit
@@ -448,13 +462,14 @@ def route_down_mma_kernel(
         H, I, R, expert_offset, num_local, stride_we, stride_wn, stride_wse, stride_wsn, stride_s, stride_o,
         TOPK: tl.constexpr, W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, HAS_SHARED: tl.constexpr,
         ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-        PDL: tl.constexpr = False):
+        PDL: tl.constexpr = False, trace_ptr=None, TRACE: tl.constexpr = False):
     """route_down_kernel (same output) on the tensor cores, for FP8 weights: the [BLOCK_N,
     BLOCK_K] tiles of the token's k experts are stacked into one [k*BLOCK_N, BLOCK_K] MMA
     operand and multiplied by the token's k activation rows (the N side, padded to 16); route
     j's result is column j of row block j.  Weights are upcast to fp16 (one conversion per two
     weights) and each step's fp32 activation rows go to fp16 under a power-of-two scale per row
     (``_fp16_rows``), applied back to the step's partial.  Block scales need BLOCK_K 128."""
+    trace_mark(trace_ptr, 0, TRACE)
     KP: tl.constexpr = triton.next_power_of_2(TOPK)
     NC: tl.constexpr = 16 if KP < 16 else KP
     pid = tl.program_id(0)
@@ -473,6 +488,7 @@ def route_down_mma_kernel(
     offs_k = tl.arange(0, BLOCK_K)
     if PDL:
         pdl_wait()
+    trace_mark(trace_ptr, 1, TRACE)
     acc = tl.zeros([KP * BLOCK_N, NC], dtype=tl.float32)
     for k0 in range(0, I, BLOCK_K):
         kk = k0 + offs_k
@@ -490,3 +506,4 @@ def route_down_mma_kernel(
     n = n0 + tl.arange(0, BLOCK_N)
     _combine_token(y, r, held, e, t, n, n < H, ws_ptr, b_ptr, tw_ptr, shared_ptr, out_ptr, H, stride_s, stride_o,
                    W_SCALE, HAS_BIAS, HAS_SHARED)
+    trace_end(trace_ptr, TRACE)

@@ -1,0 +1,172 @@
+"""Probe: where a route-direct decode call's time goes, from per-program timelines.
+
+For each case (PEERS shape, format, M) it captures, as the bench does, ``--calls`` calls in one
+CUDA graph (weight copies and routings rotated), each writing its programs' timelines
+(``fusedmoe._trace``: %globaltimer at start, after the PDL wait and at the end, and the SM),
+replays the graph and reports the median over the calls after the first two, in us from the
+call's first gate/up start:
+
+- ``graph``: the bench's graph time per call without tracing, ``traced``: with it;
+- ``gap``: from the previous call's last down end to this call's first gate/up start;
+- gate/up: ``gu_all_in`` (the last program's start), ``gu_end`` (the last end), ``gu_prog``
+  (a program's median time from its wait to its end);
+- down: ``dn_first`` / ``dn_all_in`` (first / last start), ``dn_early`` (how many started before
+  gate/up's last end, of ``dn_n``), ``dn_release`` (median time its PDL wait returned),
+  ``dn_end`` (the last end), ``dn_after`` (median from the wait's return to the end);
+- ``span``: first gate/up start to the last down end.
+
+    python scripts/decode_timeline.py --cases hunyuan_tp8:fp8_tensor:1,gpt_oss_120b_tp4:fp8_block:1 --out R/timeline
+
+``--variants`` also runs each case with its config changed (``VARIANTS``: PDL off, down with 4
+warps, ...), to see what a change moves.  Writes ``timeline.json`` (the summaries, and one
+call's raw rows per case) and ``timeline.md``.
+Needs a CUDA GPU with %globaltimer (sm_90 here).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import statistics
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from fusedmoe import policy, shapes  # noqa: E402
+from fusedmoe._runtime import device_name, num_sms  # noqa: E402
+from fusedmoe._trace import TRACE_FIELDS  # noqa: E402
+from fusedmoe.bench import harness  # noqa: E402
+from fusedmoe.paths.route_direct import launch_programs, route_direct_moe  # noqa: E402
+from fusedmoe.weights import ExpertWeights  # noqa: E402
+
+def _tile(cfg: policy.RouteDirectConfig, which: str, **change) -> policy.RouteDirectConfig:
+    return dataclasses.replace(cfg, **{which: dataclasses.replace(getattr(cfg, which), **change)})
+
+
+# name -> the config change it makes (applied to the case's own config)
+VARIANTS = {
+    "pdl_off": lambda c: dataclasses.replace(c, pdl=False),
+    "pdl_on": lambda c: dataclasses.replace(c, pdl=True),
+    "down_w4": lambda c: _tile(c, "down", num_warps=4),
+    "down_w8": lambda c: _tile(c, "down", num_warps=8),
+    "gu_w4": lambda c: _tile(c, "gate_up", num_warps=4),
+    "gu_n2x": lambda c: _tile(c, "gate_up", block_n=2 * c.gate_up.block_n),
+    "gu_cap64_dn_cap96": lambda c: _tile(_tile(c, "gate_up", max_registers=64), "down", max_registers=96),
+}
+
+FIELDS = ("graph", "traced", "gap", "gu_all_in", "gu_end", "gu_prog", "dn_first", "dn_all_in", "dn_early",
+          "dn_release", "dn_end", "dn_after", "span")
+
+
+def call_summary(gu: torch.Tensor, dn: torch.Tensor, prev_dn_end: float | None) -> dict:
+    """One call's figures (us from its first gate/up start) from its gate/up and down trace rows
+    [programs, TRACE_FIELDS] (int64, ns)."""
+    gu, dn = gu.double(), dn.double()
+    t0 = gu[:, 0].min().item()
+    done = gu[:, 2] > 0
+    gu_end = gu[done, 2].max().item()
+    us = lambda v: (v - t0) / 1e3  # noqa: E731
+    return dict(
+        gap=None if prev_dn_end is None else (t0 - prev_dn_end) / 1e3,
+        gu_all_in=us(gu[:, 0].max().item()), gu_end=us(gu_end),
+        gu_prog=((gu[done, 2] - gu[done, 1]).median().item()) / 1e3,
+        dn_first=us(dn[:, 0].min().item()), dn_all_in=us(dn[:, 0].max().item()),
+        dn_early=int((dn[:, 0] < gu_end).sum().item()), dn_n=dn.shape[0],
+        dn_release=us(dn[:, 1].median().item()), dn_end=us(dn[:, 2].max().item()),
+        dn_after=((dn[:, 2] - dn[:, 1]).median().item()) / 1e3, span=us(dn[:, 2].max().item()),
+        sms_gu=int(gu[:, 3].unique().numel()), sms_dn=int(dn[:, 3].unique().numel()))
+
+
+def timeline_case(shape, fmt: str, m: int, dev: torch.device, s: harness.Settings, bw: float, target: float,
+                  config: policy.RouteDirectConfig | None = None) -> dict:
+    """The case's summary (medians over calls 2..) and one call's raw rows."""
+    dense = harness.random_weights(shape, dev, s.seed)
+    copies = harness._build_copies(ExpertWeights.from_dense(*dense, fmt), shape, [m], s, dev, target)
+    del dense
+    inp = harness._prepare(shape, fmt, m, copies, s, dev, bw, target)
+    w0 = inp.copies[0]
+    k = shape.top_k
+    cfg = config or policy.select_config("route_direct", m, k, w0.num_experts, w0.hidden_size,
+                                         w0.intermediate_size, fmt, device_name(dev), num_sms(dev))
+    activation = harness.layer_activation(shape)
+    n_gu, n_dn = launch_programs(m, k, w0.intermediate_size, w0.hidden_size, cfg)
+    n = len(inp.routings)
+    traces = torch.zeros(n, n_gu + n_dn, TRACE_FIELDS, dtype=torch.int64, device=dev)
+    outs = torch.empty(n, m, w0.hidden_size, dtype=inp.x.dtype, device=dev)
+
+    def call(i: int, traced: bool):
+        tw, ids = inp.routings[i]
+        route_direct_moe(inp.x, inp.copies[i % len(inp.copies)], tw, ids, outs[i], None, 0, cfg, activation,
+                         trace=traces[i] if traced else None)
+
+    plain = harness._time_cuda([lambda i=i: call(i, False) for i in range(n)], s, True)[0]
+    traced_us = harness._time_cuda([lambda i=i: call(i, True) for i in range(n)], s, True)[0]
+    torch.cuda.synchronize()
+    rows = traces.cpu()  # the last replay's timelines
+    calls = []
+    for i in range(n):
+        prev = rows[i - 1, n_gu:, 2].max().item() if i > 0 else None
+        calls.append(call_summary(rows[i, :n_gu], rows[i, n_gu:], prev))
+    steady = calls[2:] if n > 4 else calls[1:]
+    summary = {f: statistics.median(c[f] for c in steady) for f in calls[0] if calls[0][f] is not None}
+    summary["gap"] = statistics.median(c["gap"] for c in steady if c["gap"] is not None)
+    mid = n // 2
+    raw = (rows[mid] - rows[mid, :n_gu, 0].min()).tolist()
+    del copies, inp, traces
+    torch.cuda.empty_cache()
+    return dict(shape=shape.name, format=fmt, M=m, config=repr(cfg), gu_programs=n_gu, dn_programs=n_dn,
+                graph=plain, traced=traced_us, **summary, raw_call=mid, raw=raw)
+
+
+def table(rows: list[dict]) -> str:
+    head = "| case | " + " | ".join(FIELDS) + " | dn_n |\n|---|" + "---|" * (len(FIELDS) + 1) + "\n"
+    body = ""
+    for r in rows:
+        vals = [f"{r[f]:.0f}" if f == "dn_early" else f"{r[f]:.2f}" for f in FIELDS]
+        body += f"| {r['shape']} {r['format']} M={r['M']}{r.get('variant', '')} | " + " | ".join(vals) + \
+            f" | {r['dn_n']} |\n"
+    return head + body
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cases", default="hunyuan_tp8:fp8_tensor:1,gpt_oss_120b_tp4:fp8_tensor:1",
+                    help="shape:format:M, comma-separated")
+    ap.add_argument("--calls", type=int, default=20)
+    ap.add_argument("--variants", default="", help="comma-separated names of VARIANTS")
+    ap.add_argument("--out", type=Path, default=None)
+    a = ap.parse_args(argv)
+    dev = torch.device("cuda")
+    s = harness.Settings.for_device(dev, calls=a.calls, replays=10, routing="softmax")  # as the decode bench
+    bw = harness.measure_copy_bandwidth(dev)
+    target = max(harness.STREAM_BYTES, 3 * torch.cuda.get_device_properties(dev).L2_cache_size)
+    rows = []
+    for spec in a.cases.split(","):
+        name, fmt, m = spec.split(":")
+        shape = shapes.get_shape(name)
+        r = timeline_case(shape, fmt, int(m), dev, s, bw, target)
+        rows.append(r)
+        print(table([r]).splitlines()[-1], flush=True)
+        base = policy.select_config("route_direct", int(m), shape.top_k, shape.num_experts, shape.hidden_size,
+                                    shape.intermediate_size, fmt, device_name(dev), num_sms(dev))
+        for v in filter(None, a.variants.split(",")):
+            cfg = VARIANTS[v](base)
+            if cfg == base or not policy.legal("route_direct", cfg, fmt):
+                continue
+            r = dict(timeline_case(shape, fmt, int(m), dev, s, bw, target, cfg), variant=f" {v}")
+            rows.append(r)
+            print(table([r]).splitlines()[-1], flush=True)
+    text = table(rows)
+    print(text)
+    if a.out:
+        a.out.mkdir(parents=True, exist_ok=True)
+        (a.out / "timeline.md").write_text(text)
+        (a.out / "timeline.json").write_text(json.dumps(dict(bandwidth=bw, rows=rows)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
