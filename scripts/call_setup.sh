@@ -1,0 +1,19 @@
+# Sourced by a session's device call script (benchmarks/results/<device>/<session>/callN.sh):
+#   R=/tmp/rN; LIMIT=585; . scripts/call_setup.sh
+# Makes the results folder R, packs it into $OUT/r.tgz after each `step "name rc $?"` and once
+# more at LIMIT seconds (a watchdog, so a call cut by the device's time limit still brings back
+# what it wrote), writes R/env.txt (GPU, driver, torch, Triton, commit, date), and on a device
+# with no tuned tables copies the H200's under its name (T: its route-direct table).
+set -u
+rm -rf $R; mkdir -p $R; export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
+t0=$(date +%s)
+el() { echo $(( $(date +%s) - t0 )); }
+pack() { tar czf $OUT/r.tgz -C $R . 2>/dev/null; }
+step() { echo "$1 +$(el)s" | tee -a $R/steps.log; pack; }
+( sleep ${LIMIT:-585}; pack ) >/dev/null 2>&1 & WD=$!
+finish() { rm -f $R/*/*.png; kill $WD 2>/dev/null; pack; }
+{ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv; python -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; git log -1 --oneline; date -u; } > $R/env.txt 2>&1
+DEV=$(python -c "import torch; from fusedmoe.policy import device_dir_name; print(device_dir_name(torch.cuda.get_device_name()))")
+C=fusedmoe/configs
+if [ "$DEV" != NVIDIA_H200 ]; then mkdir -p $C/$DEV; cp $C/NVIDIA_H200/*.json $C/$DEV/; fi
+T=$C/$DEV/route_direct.json
