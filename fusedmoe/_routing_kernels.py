@@ -97,6 +97,7 @@ def _route_kernel(
 
     cols = tl.arange(0, BLOCK_K)[None, :]
     weights = tl.zeros((BLOCK_M, BLOCK_K), dtype=tl.float32)
+    picked = tl.full((BLOCK_M, BLOCK_K), NEG_INF, dtype=tl.float32)  # the picks' logits
     ids = tl.full((BLOCK_M, BLOCK_K), -1, dtype=tl.int32)
     for j in tl.static_range(TOP_K):
         best = tl.max(tl.where(avail, score, NEG_INF), axis=1)
@@ -104,10 +105,20 @@ def _route_kernel(
         hit = lanes[None, :] == pick[:, None]
         w = tl.sum(tl.where(hit, prob, 0.0), axis=1)
         weights = tl.where(cols == j, w[:, None], weights)
+        if SIGMOID and RENORMALIZE:
+            picked = tl.where((cols == j) & (pick < E)[:, None], tl.sum(tl.where(hit, x, 0.0), axis=1)[:, None], picked)
         ids = tl.where(cols == j, tl.where(pick < E, pick, -1)[:, None], ids)
         avail = avail & ~hit
     if RENORMALIZE:
-        weights = weights / tl.sum(weights, axis=1)[:, None]
+        if SIGMOID:
+            # s_j / sum(s) through log sigmoid(x) = min(x, 0) - log(1 + exp(-|x|)), each taken
+            # from the largest: fp32 sigmoids of logits below about -87 are subnormal or 0, and
+            # their plain quotient loses every bit or is 0 / 0
+            log_s = tl.minimum(picked, 0.0) - tl.log(1.0 + tl.exp(-tl.abs(picked)))
+            rel = tl.exp(log_s - tl.max(log_s, axis=1)[:, None])
+            weights = rel / tl.sum(rel, axis=1)[:, None]
+        else:
+            weights = weights / tl.sum(weights, axis=1)[:, None]
     weights = weights * routed_scaling
 
     out = rows[:, None].to(tl.int64) * TOP_K + cols

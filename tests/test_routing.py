@@ -134,6 +134,21 @@ def test_sigmoid_grouped(e, n_groups, topk_groups, top_k, with_bias, m, device):
     _check(_logits(m, e, device), top_k, bias=_bias(e, device) if with_bias else None, **kw)
 
 
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_sigmoid_renormalised_weights_of_far_negative_logits(with_bias, device):
+    # fp32 sigmoids of logits below about -87 are subnormal, below about -104 zero: the weights
+    # are renormalised through log sigmoid, so they stay finite and as the float64 reference's.
+    # Each row falls by 10 from left to right, so the zero scores' lowest-index tie rule picks
+    # the reference's experts.
+    logits = torch.tensor([[-120.0, -130.0, -140.0, -150.0, -160.0], [-90.0, -95.0, -100.0, -105.0, -110.0],
+                           [3.0, -100.0, -110.0, -120.0, -130.0]], device=device)
+    bias = torch.zeros(5, device=device) if with_bias else None
+    w, ids = route(logits, 3, scoring="sigmoid", renormalize=True, routed_scaling=2.5, bias=bias)
+    rw, rids = route_reference(logits, 3, scoring="sigmoid", renormalize=True, routed_scaling=2.5, bias=bias)
+    assert torch.equal(ids, rids)
+    torch.testing.assert_close(w, rw, rtol=1e-6, atol=1e-30)
+
+
 def test_softmax_tie_rule(device):
     # Equal scores: descending score order, the lower expert index first.
     logits = torch.tensor([[1.0, 3.0, 3.0, 0.0, 3.0], [2.0, 2.0, 2.0, 2.0, 2.0]], device=device)
