@@ -21,7 +21,10 @@ index wins; groups with equal scores are chosen the same way (lower group index 
 ``route`` runs one Triton kernel on CUDA tensors and under the interpreter
 (``TRITON_INTERPRET=1``), and ``route_reference`` on plain CPU tensors.  The kernel ranks
 fp32 scores (softmax: the fp32 logits; sigmoid: fp32 ``sel``), the reference float64
-ones, so two scores closer than fp32 rounding may rank differently (sigmoid only).
+ones, so two scores closer than fp32 rounding may rank differently (sigmoid only): fp32
+sigmoids are 1 above a logit of about 17 and 0 below about -104, so such experts tie and the
+lower index wins.  The kernel renormalises sigmoid weights through log sigmoid, so they stay
+finite and accurate where the sigmoids themselves are subnormal or 0.
 """
 
 from __future__ import annotations
