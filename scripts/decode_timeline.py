@@ -19,7 +19,8 @@ call's first gate/up start:
 
 ``--variants`` also runs each case with its config changed (``VARIANTS``: PDL off, down with 4
 warps, ...), to see what a change moves.  Writes ``timeline.json`` (the summaries, and one
-call's raw rows per case) and ``timeline.md``.
+call's raw rows per case) and ``timeline.md``; ``--plot DIR`` draws each case's raw call from a
+``timeline.json`` (here or on any machine) as a chart of the SMs over time.
 Needs a CUDA GPU with %globaltimer (sm_90 here).
 """
 
@@ -62,6 +63,11 @@ FIELDS = ("graph", "traced", "gap", "gu_all_in", "gu_end", "gu_prog", "dn_first"
           "dn_release", "dn_end", "dn_after", "span")
 
 
+def _median(t: torch.Tensor) -> float:
+    """The median of a float64 tensor, the middle two averaged (as ``statistics.median``)."""
+    return torch.quantile(t, 0.5).item()
+
+
 def call_summary(gu: torch.Tensor, dn: torch.Tensor, prev_dn_end: float | None) -> dict:
     """One call's figures (us from its first gate/up start) from its gate/up and down trace rows
     [programs, TRACE_FIELDS] (int64, ns)."""
@@ -73,11 +79,11 @@ def call_summary(gu: torch.Tensor, dn: torch.Tensor, prev_dn_end: float | None) 
     return dict(
         gap=None if prev_dn_end is None else (t0 - prev_dn_end) / 1e3,
         gu_all_in=us(gu[:, 0].max().item()), gu_end=us(gu_end),
-        gu_prog=((gu[done, 2] - gu[done, 1]).median().item()) / 1e3,
+        gu_prog=_median(gu[done, 2] - gu[done, 1]) / 1e3,
         dn_first=us(dn[:, 0].min().item()), dn_all_in=us(dn[:, 0].max().item()),
         dn_early=int((dn[:, 0] < gu_end).sum().item()), dn_n=dn.shape[0],
-        dn_release=us(dn[:, 1].median().item()), dn_end=us(dn[:, 2].max().item()),
-        dn_after=((dn[:, 2] - dn[:, 1]).median().item()) / 1e3, span=us(dn[:, 2].max().item()),
+        dn_release=us(_median(dn[:, 1])), dn_end=us(dn[:, 2].max().item()),
+        dn_after=_median(dn[:, 2] - dn[:, 1]) / 1e3, span=us(dn[:, 2].max().item()),
         sms_gu=int(gu[:, 3].unique().numel()), sms_dn=int(dn[:, 3].unique().numel()))
 
 
@@ -132,6 +138,39 @@ def table(rows: list[dict]) -> str:
     return head + body
 
 
+def plot(timeline: Path, out_dir: Path) -> list[Path]:
+    """One PNG per case of ``timeline.json``: each program of its raw call as a line on its SM
+    from start to end (gate/up blue, down orange, the down's wait dotted until it returns)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for r in json.loads(timeline.read_text())["rows"]:
+        sms = 1 + max(int(row[3]) for row in r["raw"])
+        fig, ax = plt.subplots(figsize=(12, 3 + 0.06 * sms))
+        for i, (start, release, end, sm, *_) in enumerate(r["raw"]):
+            down = i >= r["gu_programs"]
+            color = "tab:orange" if down else "tab:blue"
+            if end <= 0:  # a program that exited early
+                continue
+            y = sm + (0.3 if down else -0.3) * ((i % 3) / 2)
+            if down:
+                ax.plot([start / 1e3, release / 1e3], [y, y], ":", color=color, lw=0.8)
+                ax.plot([release / 1e3, end / 1e3], [y, y], "-", color=color, lw=1.2)
+            else:
+                ax.plot([start / 1e3, end / 1e3], [y, y], "-", color=color, lw=1.2)
+        name = f"{r['shape']} {r['format']} M={r['M']}{r.get('variant', '')}"
+        ax.set(xlabel="us from the call's first gate/up start", ylabel="SM",
+               title=f"{name}: graph {r['graph']:.2f} us/call (gate/up blue, down orange; dotted: waiting)")
+        path = out_dir / (name.replace(" ", "_").replace("=", "") + ".png")
+        fig.savefig(path, dpi=110, bbox_inches="tight")
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", default="hunyuan_tp8:fp8_tensor:1,gpt_oss_120b_tp4:fp8_tensor:1",
@@ -139,7 +178,12 @@ def main(argv=None) -> int:
     ap.add_argument("--calls", type=int, default=20)
     ap.add_argument("--variants", default="", help="comma-separated names of VARIANTS")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--plot", type=Path, default=None, help="draw --out's timeline.json into this folder, no GPU")
     a = ap.parse_args(argv)
+    if a.plot:
+        for path in plot(a.out / "timeline.json", a.plot):
+            print(f"wrote {path}")
+        return 0
     dev = torch.device("cuda")
     s = harness.Settings.for_device(dev, calls=a.calls, replays=10, routing="softmax")  # as the decode bench
     bw = harness.measure_copy_bandwidth(dev)

@@ -329,3 +329,37 @@ def test_compare_against_peer_figures_with_a_line_per_format():
     text = compare.to_markdown(rows, summary, "vllm_triton")
     assert "| s | bf16 | 8 | 100.0 | 90 | 80.0 | 95 | 0.80 | 80.0 | 90 |" in text
     assert "1 slower than it (1 below its % of the floor)" in text
+
+
+# ---- the timeline probe (scripts/decode_timeline.py), its CPU side ----------------------------
+
+def _timeline_module():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    import decode_timeline
+
+    return decode_timeline
+
+
+def test_timeline_call_summary_by_hand():
+    # two gate/up programs (one exits early: end 0) and two down programs, times in ns
+    gu = torch.tensor([[1000, 1100, 4000, 0, 0, 0, 0, 0], [1500, 1600, 0, 1, 0, 0, 0, 0]])
+    dn = torch.tensor([[3000, 4500, 5500, 2, 0, 0, 0, 0], [4200, 4600, 6000, 0, 0, 0, 0, 0]])
+    s = _timeline_module().call_summary(gu, dn, prev_dn_end=400.0)
+    assert s["gap"] == pytest.approx(0.6) and s["gu_all_in"] == pytest.approx(0.5)
+    assert s["gu_end"] == pytest.approx(3.0) and s["gu_prog"] == pytest.approx(2.9)
+    assert (s["dn_first"], s["dn_all_in"], s["dn_early"], s["dn_n"]) == (pytest.approx(2.0), pytest.approx(3.2), 1, 2)
+    assert s["dn_release"] == pytest.approx(3.55) and s["span"] == pytest.approx(5.0)
+    assert s["dn_after"] == pytest.approx(1.2) and (s["sms_gu"], s["sms_dn"]) == (2, 2)
+
+
+def test_timeline_plot_draws_each_case(tmp_path):
+    pytest.importorskip("matplotlib")
+    raw = [[0, 50, 3000, 0, 0, 0, 0, 0], [100, 150, 0, 1, 0, 0, 0, 0], [2500, 4000, 5000, 1, 0, 0, 0, 0]]
+    row = dict(shape="s", format="fp8_tensor", M=1, graph=9.0, gu_programs=2, raw=raw)
+    (tmp_path / "timeline.json").write_text(json.dumps(dict(rows=[row, dict(row, variant=" pdl_off")])))
+    written = _timeline_module().plot(tmp_path / "timeline.json", tmp_path / "png")
+    assert [p.name for p in written] == ["s_fp8_tensor_M1.png", "s_fp8_tensor_M1_pdl_off.png"]
+    assert all(p.stat().st_size > 1000 for p in written)
