@@ -14,6 +14,7 @@ import torch
 
 FLOAT_ACTIVATION_DTYPES = (torch.bfloat16, torch.float16)
 ID_DTYPES = (torch.int32, torch.int64)
+INT32_MAX = (1 << 31) - 1  # kernels index and bound expert ids in int32
 
 
 def _dtype_names(dtypes: Iterable[torch.dtype]) -> str:

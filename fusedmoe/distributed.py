@@ -24,6 +24,8 @@ def expert_parallel_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: t
 
     ``weights`` hold this rank's E / world experts; ``kwargs`` go to :func:`fused_moe`
     (path, activation, check_ids, ...)."""
+    if not isinstance(weights, ExpertWeights):
+        raise TypeError(f"weights: expected an ExpertWeights, got {type(weights).__name__}")
     rank, world = dist.get_rank(group), dist.get_world_size(group)
     if weights.num_experts * world != num_experts:
         raise ValueError(f"num_experts: expected {weights.num_experts} local experts x {world} ranks = "

@@ -19,6 +19,7 @@ from ._epilogue_kernels import _combine_kernel, _quantize_rows_kernel, _quantize
 from ._launch import launch
 from ._pdl import pdl_launch
 from ._runtime import cdiv, next_pow2, runs_triton
+from ._validate import check_choice
 
 _BLOCK_R = 4
 # Whole-row quantisation (fp8_tensor's x): one program per row, chunks of up to this many
@@ -59,6 +60,7 @@ def quantize_rows(a: torch.Tensor, whole_rows: bool = False) -> tuple[torch.Tens
 
 
 def _swiglu_launch(gate_up: torch.Tensor, out: torch.Tensor, scales: torch.Tensor | None, activation: str) -> None:
+    check_choice("activation", activation, tuple(ACTIVATIONS))
     rows, inter = gate_up.shape[0], gate_up.shape[1] // 2
     if rows and inter:
         launch(_swiglu_kernel, (cdiv(rows, _BLOCK_R), cdiv(inter, quant.GROUP)),

@@ -72,7 +72,7 @@ import torch
 from ._launch import launch
 from ._pdl import pdl_launch
 from ._runtime import interpreting, next_pow2, runs_triton
-from ._validate import ID_DTYPES, check_int, check_tensor
+from ._validate import ID_DTYPES, INT32_MAX, check_int, check_tensor
 
 __all__ = [
     "RoutePlan",
@@ -85,7 +85,6 @@ __all__ = [
 
 MAX_BLOCK_M = 1024
 MAX_EXPERTS = 1 << 16
-_INT32_LIMIT = (1 << 31) - 1
 
 # Parallel path tiles: expert tiles of the histogram / pstart loops; the scan kernel's
 # [chunks, experts] tile.
@@ -283,6 +282,9 @@ def _check_args(topk_ids, num_experts, block_m, expert_offset, num_local_experts
     if num_local_experts is None:
         num_local_experts = num_experts - expert_offset
     check_int("num_local_experts", num_local_experts, lo=1, hi=min(MAX_EXPERTS, num_experts - expert_offset))
+    if expert_offset + num_local_experts > INT32_MAX:  # the kernels bound the window in int32
+        raise ValueError(f"expert_offset: the local window [{expert_offset}, {expert_offset + num_local_experts}) "
+                         f"must end at most at {INT32_MAX} (expert ids are int32 in the kernels)")
     if not isinstance(no_permute, bool):
         raise TypeError(f"no_permute: expected a bool, got {type(no_permute).__name__}")
     num_routes = topk_ids.numel()
@@ -292,7 +294,7 @@ def _check_args(topk_ids, num_experts, block_m, expert_offset, num_local_experts
         padded = max_padded_routes(num_routes, num_local_experts, block_m)
         blocks = padded // block_m
     chunks = -(-num_routes // _auto_chunk(num_routes))
-    if padded > _INT32_LIMIT or chunks * num_local_experts > _INT32_LIMIT:
+    if padded > INT32_MAX or chunks * num_local_experts > INT32_MAX:
         raise ValueError(
             f"topk_ids: {num_routes} routes over {num_local_experts} local experts with block_m={block_m} "
             "overflow the int32 indices of the plan"
@@ -444,7 +446,7 @@ def _launch_parallel(K, common, num_routes, num_local, block_m, padded, blocks,
     # No chunk wider than the routes need (R = 16 over 4096 experts sorts 16 keys, not 2048).
     chunk = min(chunk, _width(num_routes))
     num_chunks = -(-num_routes // chunk)
-    if num_chunks * num_local > _INT32_LIMIT:  # a forced chunk narrower than _auto_chunk's
+    if num_chunks * num_local > INT32_MAX:  # a forced chunk narrower than _auto_chunk's
         raise ValueError(f"chunk: {num_chunks} chunks of {chunk} routes x {num_local} experts overflow int32")
     e_tile = max(min(e_tile, next_pow2(num_local)), 16)
     chunk_counts = _empty(num_chunks * num_local, device)

@@ -503,8 +503,10 @@ def _from_dict(path: str, d: dict) -> GroupedConfig | RouteDirectConfig:
 def legal(path: str, cfg: GroupedConfig | RouteDirectConfig, fmt: str) -> bool:
     """Whether the kernels accept ``cfg`` for weights of format ``fmt``."""
     tiles = (cfg.gate_up, cfg.down)
+    # powers of two; Triton's warps too, at most 32 (1024 threads) a program
     pow2 = all(t.block_n >= 1 and t.block_n & (t.block_n - 1) == 0 and t.block_k >= 1 and t.block_k & (t.block_k - 1) == 0
-               and t.num_warps >= 1 and t.num_stages >= 1 and t.split_k >= 1 for t in tiles)
+               and 1 <= t.num_warps <= 32 and t.num_warps & (t.num_warps - 1) == 0 and t.num_stages >= 1
+               and t.split_k >= 1 for t in tiles)
     # a register cap (.maxnreg): none (0), or 24..255 in steps of 8
     caps_ok = all(t.max_registers == 0 or (24 <= t.max_registers <= 255 and t.max_registers % 8 == 0) for t in tiles)
     if path == "grouped":

@@ -167,3 +167,68 @@ def test_mixed_plain_dtypes_rejected(layer):
     other = torch.float16 if x.dtype == torch.bfloat16 else torch.bfloat16
     with pytest.raises(TypeError, match="x: expected dtype"):
         fused_moe(x.to(other), w, tw, ids)
+
+
+def test_local_window_must_end_within_int32(device):
+    # The kernels bound the local window [offset, offset + E_local) in int32: a window that ends
+    # past 2^31 - 1 is refused (it wrapped, and the grouped path summed unwritten rows); one that
+    # ends there runs and matches the reference.
+    from fusedmoe.plan import build_plan
+    from fusedmoe.reference import moe_reference, rel_l2
+
+    w = ExpertWeights.from_dense(torch.randn(4, 64, 32, device=device) * 0.1,
+                                 torch.randn(4, 32, 32, device=device) * 0.1, "fp16")
+    x = torch.randn(1, 32, device=device).half()
+    tw = torch.rand(1, 2, device=device)
+    top = 2 ** 31 - 1
+    ids = torch.tensor([[top - 3, top - 1]], device=device, dtype=torch.int32)
+    for path in ("grouped", "route_direct"):
+        with pytest.raises(ValueError, match="expert_offset: the local window"):
+            fused_moe(x, w, tw, ids, expert_offset=top - 2, path=path)
+        got = fused_moe(x, w, tw, ids, expert_offset=top - 4, path=path)
+        assert rel_l2(got, moe_reference(x, w, tw, ids, expert_offset=top - 4)) < 2e-3
+    with pytest.raises(ValueError, match="expert_offset: the local window"):
+        build_plan(ids, 2 ** 31 + 2, 16, expert_offset=top - 1, num_local_experts=4)
+
+
+def test_swiglu_activation_named(device):
+    from fusedmoe.epilogue import swiglu, swiglu_quant
+
+    gate_up = torch.randn(3, 32, device=device)
+    for fn in (swiglu, swiglu_quant):
+        with pytest.raises(ValueError, match="activation: expected one of"):
+            fn(gate_up, activation="relu")
+
+
+@pytest.mark.parametrize("warps", [6, 64])
+def test_config_warps_power_of_two_up_to_32(layer, warps):
+    import dataclasses
+
+    from fusedmoe import policy
+    w, x, tw, ids = layer
+    m, k = ids.shape
+    for path, cfg in (("route_direct", policy.route_direct_config(m, k, w.num_experts, w.hidden_size,
+                                                                  w.intermediate_size, w.format, 132)),
+                      ("grouped", policy.grouped_config(m, k, w.num_experts, w.hidden_size, w.intermediate_size,
+                                                        w.format))):
+        bad = dataclasses.replace(cfg, gate_up=dataclasses.replace(cfg.gate_up, num_warps=warps))
+        assert not policy.legal(path, bad, w.format)
+        with pytest.raises(ValueError, match="config: .* is not a legal"):
+            fused_moe(x, w, tw, ids, path=path, config=bad)
+
+
+def test_expert_parallel_names_bad_weights(device, tmp_path):
+    import torch.distributed as dist
+
+    from fusedmoe.distributed import expert_parallel_moe
+    if dist.is_initialized():
+        pytest.skip("a process group is already set up")
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'pg'}", rank=0, world_size=1)
+    try:
+        w = ExpertWeights.from_dense(torch.randn(4, 64, 32), torch.randn(4, 32, 32), "fp16")
+        x = torch.randn(3, 32).half()
+        with pytest.raises(TypeError, match="weights: expected an ExpertWeights"):
+            expert_parallel_moe(x, (w.w13, w.w2), torch.rand(3, 2), torch.zeros(3, 2, dtype=torch.int32),
+                                num_experts=4)
+    finally:
+        dist.destroy_process_group()
