@@ -295,7 +295,9 @@ DIVISIBLE_BY_16 = {"H", "I", "hidden", "stride_x", "stride_we", "stride_wn", "st
                    "stride_s", "stride_a", "stride_q", "stride_gu", "stride_out", "cols"}
 
 
-def compile_case(kernel, ptrs: dict, constexprs: dict, num_warps: int, num_stages: int = 3):
+def compile_case(kernel, ptrs: dict, constexprs: dict, num_warps: int, num_stages: int = 3, **options):
+    """``kernel`` compiled for sm_90 with these pointer types and constexprs (other options, e.g.
+    maxnreg, go to triton.compile)."""
     params = inspect.signature(kernel.fn).parameters
     names = list(params)
     # constexprs with a default (PDL=False) keep it unless the case sets them, as a launch does;
@@ -309,7 +311,7 @@ def compile_case(kernel, ptrs: dict, constexprs: dict, num_warps: int, num_stage
     attrs = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(names)
              if n not in constexprs and (n.endswith("_ptr") or n in DIVISIBLE_BY_16)}
     src = ASTSource(fn=kernel, signature=sig, constexprs=constexprs, attrs=attrs)
-    return triton.compile(src, target=TARGET, options=dict(num_warps=num_warps, num_stages=num_stages))
+    return triton.compile(src, target=TARGET, options=dict(num_warps=num_warps, num_stages=num_stages, **options))
 
 
 def sass_facts(cubin: bytes) -> dict:

@@ -122,8 +122,6 @@ def timeline_case(shape, fmt: str, m: int, dev: torch.device, s: harness.Setting
     summary["gap"] = statistics.median(c["gap"] for c in steady if c["gap"] is not None)
     mid = n // 2
     raw = (rows[mid] - rows[mid, :n_gu, 0].min()).tolist()
-    del copies, inp, traces
-    torch.cuda.empty_cache()
     return dict(shape=shape.name, format=fmt, M=m, config=repr(cfg), gu_programs=n_gu, dn_programs=n_dn,
                 graph=plain, traced=traced_us, **summary, raw_call=mid, raw=raw)
 
@@ -193,6 +191,7 @@ def main(argv=None) -> int:
         name, fmt, m = spec.split(":")
         shape = shapes.get_shape(name)
         r = timeline_case(shape, fmt, int(m), dev, s, bw, target)
+        torch.cuda.empty_cache()  # the case's weight copies
         rows.append(r)
         print(table([r]).splitlines()[-1], flush=True)
         base = policy.select_config("route_direct", int(m), shape.top_k, shape.num_experts, shape.hidden_size,
@@ -202,6 +201,7 @@ def main(argv=None) -> int:
             if cfg == base or not policy.legal("route_direct", cfg, fmt):
                 continue
             r = dict(timeline_case(shape, fmt, int(m), dev, s, bw, target, cfg), variant=f" {v}")
+            torch.cuda.empty_cache()
             rows.append(r)
             print(table([r]).splitlines()[-1], flush=True)
     text = table(rows)

@@ -22,25 +22,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from fusedmoe import policy, shapes  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from compile_check import compile_case, sass_facts  # noqa: E402
+from fusedmoe import policy  # noqa: E402
 from fusedmoe.epilogue import ACTIVATIONS  # noqa: E402
 from fusedmoe.paths._route_direct_kernels import (route_down_kernel, route_down_mma_kernel,  # noqa: E402
                                                   route_gate_up_kernel, route_gate_up_mma_kernel)
 from fusedmoe.paths.route_direct import launch_programs  # noqa: E402
 
-TARGET = GPUTarget("cuda", 90, 32)
-CUOBJDUMP = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
-DIVISIBLE_BY_16 = {"H", "I", "stride_x", "stride_we", "stride_wn", "stride_s", "stride_o"}
 SMS = 132
 SM_THREADS, SM_WARPS, SM_CTAS, SM_REGS, SM_SHARED, CTA_RESERVED = 2048, 64, 32, 65536, 228 * 1024, 1024
 W_SCALE = {"bf16": 0, "fp16": 0, "fp8_tensor": 1, "fp8_block": 2, "w4a8": 3}
@@ -49,25 +42,10 @@ DTYPES = {"bf16": ("*bf16", "*bf16"), "fp16": ("*fp16", "*fp16"), "fp8_tensor": 
 
 
 def _compile(kernel, ptrs: dict, constexprs: dict, tile: policy.Tile):
-    """(registers per thread, shared bytes) of ``kernel`` compiled for sm_90."""
-    names = list(kernel.signature.parameters)
-    params = kernel.signature.parameters
-    defaults = {n: p.default for n, p in params.items() if "constexpr" in str(p.annotation)
-                and p.default is not p.empty}
-    consts = {**defaults, "trace_ptr": None, **constexprs}
-    sig = {n: "constexpr" if n in consts else ptrs.get(n, "*fp32" if n.endswith("_ptr") else "i32") for n in names}
-    # as the JIT specialises real shapes: pointers 16-byte aligned, sizes and strides multiples of 16
-    attrs = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(names)
-             if n not in consts and (n.endswith("_ptr") or n in DIVISIBLE_BY_16)}
-    opts = dict(num_warps=tile.num_warps, num_stages=tile.num_stages if tile.swap_ab else 1, **tile.register_cap())
-    compiled = triton.compile(ASTSource(fn=kernel, signature=sig, constexprs=consts, attrs=attrs), target=TARGET,
-                              options=opts)
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(compiled.asm["cubin"])
-        f.flush()
-        res = subprocess.run([str(CUOBJDUMP), "-res-usage", f.name], capture_output=True, text=True).stdout
-    regs = int(res.split("REG:")[1].split()[0])
-    return regs, compiled.metadata.shared
+    """(registers per thread, shared bytes) of ``kernel`` compiled for sm_90 with a tile's options."""
+    compiled = compile_case(kernel, ptrs, constexprs, tile.num_warps, tile.num_stages if tile.swap_ab else 1,
+                            **tile.register_cap())
+    return sass_facts(compiled.asm["cubin"])["registers"], compiled.metadata.shared
 
 
 def ctas_per_sm(warps: int, regs: int, shared: int, free_regs: int = SM_REGS, free_warps: int = SM_WARPS,

@@ -38,7 +38,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from .._epilogue_kernels import INTERPRETING, glu, is_held
+from .._epilogue_kernels import glu, is_held
 from .._pdl import pdl_enter, pdl_wait
 from .._trace import trace_end, trace_mark
 from ._fp4_kernels import FP4_GROUP, fp16_groups, fp4_group_dots, fp4_route_group_dots, load_fp4_rows
