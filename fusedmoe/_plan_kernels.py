@@ -2,9 +2,9 @@
 
 Every kernel takes the ids through two strides, so a non-contiguous ``topk_ids`` is read
 in place: route ``r`` lives at ``(r // top_k) * stride_t + (r % top_k) * stride_j``.
-A route is held here iff ``expert_lo <= id < expert_lo + num_local``; ids are compared
-as loaded (int32 or int64) before any subtraction, so an out-of-range id can never wrap
-into the window.  Every load, store and histogram is masked: no id value can cause an
+A route is held here iff ``expert_lo <= id`` and ``id - expert_lo < num_local``; ids are
+compared as loaded (int32 or int64) before the subtraction, so an out-of-range id can never
+wrap into the window, and the window's end is never summed, so it may pass 2^31 - 1.  Every load, store and histogram is masked: no id value can cause an
 out-of-bounds access.
 
 Launches (all grids fixed by the shapes, no host sync):
@@ -43,7 +43,9 @@ _SINGLE_KEY_MASK = tl.constexpr(4095)
 def _load_ids(ids_ptr, r, live, top_k, stride_t, stride_j, expert_lo, num_local):
     """Load routes ``r`` (masked by ``live``); return (held, local id as int32, 0 where not held)."""
     ids = tl.load(ids_ptr + (r // top_k) * stride_t + (r % top_k) * stride_j, mask=live, other=-1)
-    held = live & (ids >= expert_lo) & (ids < expert_lo + num_local)
+    # ids - expert_lo, not expert_lo + num_local: the window's end may pass 2^31 - 1 (an int32
+    # sum would wrap), and where ids >= expert_lo the difference cannot.
+    held = live & (ids >= expert_lo) & (ids - expert_lo < num_local)
     local = tl.where(held, ids - expert_lo, 0).to(tl.int32)
     return held, local
 

@@ -14,7 +14,8 @@ import torch
 
 FLOAT_ACTIVATION_DTYPES = (torch.bfloat16, torch.float16)
 ID_DTYPES = (torch.int32, torch.int64)
-INT32_MAX = (1 << 31) - 1  # kernels index and bound expert ids in int32
+INT32_MAX = (1 << 31) - 1  # kernels index plans and rows in int32
+INT64_MAX = (1 << 63) - 1  # expert ids are at most int64
 
 
 def _dtype_names(dtypes: Iterable[torch.dtype]) -> str:

@@ -17,7 +17,7 @@ import torch
 
 from . import policy
 from ._runtime import device_name, num_sms, runs_triton
-from ._validate import FLOAT_ACTIVATION_DTYPES, ID_DTYPES, INT32_MAX, check_choice, check_int, check_tensor
+from ._validate import FLOAT_ACTIVATION_DTYPES, ID_DTYPES, INT64_MAX, check_choice, check_int, check_tensor
 from .epilogue import ACTIVATIONS
 from .paths import grouped, route_direct
 from .reference import moe_reference
@@ -86,10 +86,10 @@ def _check_inputs(x, weights, topk_weights, topk_ids, expert_offset, num_local_e
     default_global = e_local if num_local_experts not in (None, e_local) else expert_offset + e_local
     weights = weights.local_window(expert_offset, num_local_experts)
     e_local = weights.num_experts
-    n_global = default_global if num_experts is None else check_int("num_experts", num_experts, lo=1)
-    if expert_offset + e_local > INT32_MAX:  # the kernels bound the window [offset, offset + E_local) in int32
+    n_global = default_global if num_experts is None else check_int("num_experts", num_experts, lo=1, hi=INT64_MAX)
+    if expert_offset + e_local > INT64_MAX:  # kernels take the offset as an int64 scalar
         raise ValueError(f"expert_offset: the local window [{expert_offset}, {expert_offset + e_local}) must end "
-                         f"at most at {INT32_MAX} (expert ids are int32 in the kernels)")
+                         f"at most at {INT64_MAX} (expert ids are int32 or int64)")
     if expert_offset + e_local > n_global:
         raise ValueError(f"expert_offset: the local window [{expert_offset}, {expert_offset + e_local}) must lie "
                          f"inside [0, num_experts={n_global})")

@@ -335,6 +335,26 @@ def test_expert_parallel_window(path, e, offset, local):
 
 
 @pytest.mark.parametrize("path", ["single", "recount", "tiled", "parallel", "no_permute"])
+@pytest.mark.parametrize("dtype,offset", [
+    (torch.int32, 2**31 - 5),  # the window [offset, offset + 8) straddles 2^31
+    (torch.int64, 2**31 - 5),
+    (torch.int64, 2**31 + 5),  # wholly above 2^31
+    (torch.int64, 2**40),
+])
+def test_window_past_int32(path, dtype, offset):
+    # the kernels compare id - offset < E_local, never id < offset + E_local (which wraps in int32)
+    hi = 2**31 if dtype == torch.int32 else offset + 12
+    ids = _ids(20, 4, 0, dtype=dtype, lo=offset - 3, hi=hi)
+    kw = dict(expert_offset=offset, num_local_experts=8)
+    if path == "no_permute":
+        p = _check(ids, offset + 12, 16, no_permute=True, **kw)
+    else:
+        p = _check(ids, offset + 12, 16, path=path, chunk=16, e_tile=16, **kw)
+    flat = ids.to(torch.int64)
+    assert int(p.expert_counts.sum()) == int(((flat >= offset) & (flat < offset + 8)).sum()) > 0
+
+
+@pytest.mark.parametrize("path", ["single", "recount", "tiled", "parallel", "no_permute"])
 def test_out_of_range_ids_are_masked(path):
     # ids outside [-1, E) break the contract but must only be "not held", never an illegal access
     ids = _ids(20, 4, 16, dtype=torch.int64)

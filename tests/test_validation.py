@@ -169,26 +169,32 @@ def test_mixed_plain_dtypes_rejected(layer):
         fused_moe(x.to(other), w, tw, ids)
 
 
-def test_local_window_must_end_within_int32(device):
-    # The kernels bound the local window [offset, offset + E_local) in int32: a window that ends
-    # past 2^31 - 1 is refused (it wrapped, and the grouped path summed unwritten rows); one that
-    # ends there runs and matches the reference.
+@pytest.mark.parametrize("ids_dtype", [torch.int32, torch.int64])
+def test_local_window_past_int32(device, ids_dtype):
+    # The kernels never sum the window's end (offset + E_local), so windows that straddle 2^31
+    # or lie wholly above it hold the right routes on both paths (the plan: test_plan.py); one
+    # that ends past 2^63 - 1 is refused, naming expert_offset.
     from fusedmoe.plan import build_plan
     from fusedmoe.reference import moe_reference, rel_l2
 
     w = ExpertWeights.from_dense(torch.randn(4, 64, 32, device=device) * 0.1,
                                  torch.randn(4, 32, 32, device=device) * 0.1, "fp16")
-    x = torch.randn(1, 32, device=device).half()
-    tw = torch.rand(1, 2, device=device)
+    x = torch.randn(3, 32, device=device).half()
+    tw = torch.rand(3, 2, device=device)
     top = 2 ** 31 - 1
-    ids = torch.tensor([[top - 3, top - 1]], device=device, dtype=torch.int32)
-    for path in ("grouped", "route_direct"):
-        with pytest.raises(ValueError, match="expert_offset: the local window"):
-            fused_moe(x, w, tw, ids, expert_offset=top - 2, path=path)
-        got = fused_moe(x, w, tw, ids, expert_offset=top - 4, path=path)
-        assert rel_l2(got, moe_reference(x, w, tw, ids, expert_offset=top - 4)) < 2e-3
+    offsets = [top - 2, top - 4] + ([2 ** 31 + 5, 2 ** 40] if ids_dtype == torch.int64 else [])
+    for offset in offsets:
+        hi = min(offset + 6, top) if ids_dtype == torch.int32 else offset + 6
+        ids = torch.randint(offset - 2, hi, (3, 2), device=device).to(ids_dtype)
+        ids[0, 0] = offset + 1  # at least one held route
+        ref = moe_reference(x, w, tw, ids, expert_offset=offset)
+        for path in ("grouped", "route_direct"):
+            got = fused_moe(x, w, tw, ids, expert_offset=offset, num_experts=offset + 8, path=path)
+            assert rel_l2(got, ref) < 2e-3, (offset, path)
     with pytest.raises(ValueError, match="expert_offset: the local window"):
-        build_plan(ids, 2 ** 31 + 2, 16, expert_offset=top - 1, num_local_experts=4)
+        fused_moe(x, w, tw, torch.zeros(3, 2, device=device, dtype=ids_dtype), expert_offset=2 ** 63 - 3)
+    with pytest.raises(ValueError, match="num_experts: expected an int <="):
+        build_plan(torch.zeros(3, 2, device=device, dtype=ids_dtype), 2 ** 64, 16)
 
 
 def test_swiglu_activation_named(device):

@@ -8,7 +8,7 @@ from test_fused_moe import make_layer, max_rel_l2, run_and_check
 
 from fusedmoe import ExpertWeights, fused_moe, policy, quant
 from fusedmoe.api import PATHS, path_quantizes_activations
-from fusedmoe.reference import cosine, moe_reference, rel_l2
+from fusedmoe.reference import moe_reference, rel_l2
 
 GRID = torch.tensor(quant.FP4_VALUES, dtype=torch.float64)
 
