@@ -19,6 +19,7 @@ from . import policy
 from ._runtime import device_name, num_sms, runs_triton
 from ._validate import FLOAT_ACTIVATION_DTYPES, ID_DTYPES, INT64_MAX, check_choice, check_int, check_tensor
 from .epilogue import ACTIVATIONS
+from .plan import MAX_EXPERTS
 from .paths import grouped, route_direct
 from .reference import moe_reference
 from .weights import ExpertWeights
@@ -106,6 +107,9 @@ def _check_inputs(x, weights, topk_weights, topk_ids, expert_offset, num_local_e
             raise ValueError(f"out: expected rows that do not overlap (row stride >= {hidden}), got strides "
                              f"{out.stride()}")
     check_choice("path", path, ("auto",) + PATHS)
+    if path == "grouped" and e_local > MAX_EXPERTS:
+        raise ValueError(f"path: 'grouped' plans at most {MAX_EXPERTS} local experts, got {e_local}; "
+                         "use 'route_direct' or 'auto'")
     check_choice("activation", activation, tuple(ACTIVATIONS))
     return weights, n_global
 

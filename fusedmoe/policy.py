@@ -17,7 +17,7 @@ from pathlib import Path
 
 import triton
 
-from .plan import is_block_m
+from .plan import MAX_EXPERTS, is_block_m
 from .weights import A8_FORMATS, FP8_FORMATS
 
 CONFIG_DIR = Path(__file__).parent / "configs"
@@ -615,6 +615,8 @@ def select_config(path: str, m: int, top_k: int, num_experts: int, hidden: int, 
 @functools.lru_cache(maxsize=4096)
 def choose_path(m: int, top_k: int, num_experts: int, hidden: int, inter: int, fmt: str, num_sms: int) -> str:
     """The path the dispatcher runs for these shape facts."""
+    if num_experts > MAX_EXPERTS:  # the grouped path's plan holds at most MAX_EXPERTS local experts
+        return "route_direct"
     w4 = fmt == "w4a8"
     if m > (W4A8_ROUTE_DIRECT_MAX_TOKENS if w4 else ROUTE_DIRECT_MAX_TOKENS):
         return "grouped"

@@ -446,6 +446,15 @@ def test_fp8_dispatch_limits():
     assert policy.choose_path(16, 8, 256, 7168, 2048, "bf16", 132) == "route_direct"
 
 
+def test_past_the_plan_expert_limit_goes_route_direct():
+    # the grouped path's plan holds at most plan.MAX_EXPERTS local experts; route-direct has no limit
+    from fusedmoe.plan import MAX_EXPERTS
+
+    for fmt in ("bf16", "fp8_tensor", "w4a8"):
+        assert policy.choose_path(4096, 8, MAX_EXPERTS, 1024, 256, fmt, 132) == "grouped"
+        assert policy.choose_path(4096, 8, MAX_EXPERTS + 1, 1024, 256, fmt, 132) == "route_direct"
+
+
 def test_w4a8_dispatch_limits():
     # FP4 weights keep route-direct to 2.4 routes per active expert up to M=64 (2026-12-04-s28):
     # Mixtral TP2 M=8 (2.22) and Qwen3-30B M=16 (1.55), grouped under FP8's limits, won there

@@ -238,3 +238,21 @@ def test_expert_parallel_names_bad_weights(device, tmp_path):
                                 num_experts=4)
     finally:
         dist.destroy_process_group()
+
+
+def test_more_local_experts_than_a_plan_holds(device):
+    # 65537 local experts: "auto" runs route-direct (no plan) and matches the reference; the
+    # grouped path, whose plan holds at most 65536, is refused naming path
+    from fusedmoe.plan import MAX_EXPERTS
+    from fusedmoe.reference import moe_reference, rel_l2
+
+    e = MAX_EXPERTS + 1
+    w = ExpertWeights.from_dense(torch.randn(e, 32, 16, device=device) * 0.1,
+                                 torch.randn(e, 16, 16, device=device) * 0.1, "fp16")
+    x = torch.randn(2, 16, device=device).half()
+    tw = torch.rand(2, 2, device=device)
+    ids = torch.tensor([[0, e - 1], [5, MAX_EXPERTS - 7]], device=device)
+    got = fused_moe(x, w, tw, ids)
+    assert rel_l2(got, moe_reference(x, w, tw, ids)) < 2e-3
+    with pytest.raises(ValueError, match="path: 'grouped' plans at most"):
+        fused_moe(x, w, tw, ids, path="grouped")
