@@ -410,52 +410,28 @@ def _down_tile_step(act_ptr, w, acc, it, steps, t0, r, held, e, t, offs_n, offs_
 def _preload_down(w_ptr, ws_ptr, e, held, t0, steps, offs_n, offs_k, H, I, stride_we, stride_wn, stride_wse,
                   stride_wsn, W_SCALE: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                   PRELOAD: tl.constexpr):
-    """route_down_kernel's weight tiles of steps 0 .. PRELOAD - 1 (1 <= PRELOAD <= 4, at most the
-    program's steps), loaded before its PDL wait: four tiles, those past PRELOAD step 0's again
-    (not loaded twice: the caller never uses them)."""
-    w0 = _down_weights(w_ptr, ws_ptr, e, held, t0, 0, steps, offs_n, offs_k, H, I, stride_we, stride_wn, stride_wse,
-                       stride_wsn, W_SCALE, BLOCK_N, BLOCK_K)
-    w1 = w0
-    w2 = w0
-    w3 = w0
-    if PRELOAD > 1:
-        w1 = _down_weights(w_ptr, ws_ptr, e, held, t0, 1, steps, offs_n, offs_k, H, I, stride_we, stride_wn,
-                           stride_wse, stride_wsn, W_SCALE, BLOCK_N, BLOCK_K)
-    if PRELOAD > 2:
-        w2 = _down_weights(w_ptr, ws_ptr, e, held, t0, 2, steps, offs_n, offs_k, H, I, stride_we, stride_wn,
-                           stride_wse, stride_wsn, W_SCALE, BLOCK_N, BLOCK_K)
-    if PRELOAD > 3:
-        w3 = _down_weights(w_ptr, ws_ptr, e, held, t0, 3, steps, offs_n, offs_k, H, I, stride_we, stride_wn,
-                           stride_wse, stride_wsn, W_SCALE, BLOCK_N, BLOCK_K)
-    return w0, w1, w2, w3
+    """route_down_kernel's weight tiles of steps 0 .. PRELOAD - 1 (at most the program's steps), a
+    tuple, loaded before its PDL wait."""
+    tiles = ()
+    for i in tl.static_range(PRELOAD):
+        tiles = tiles + (_down_weights(w_ptr, ws_ptr, e, held, t0, i, steps, offs_n, offs_k, H, I, stride_we,
+                                       stride_wn, stride_wse, stride_wsn, W_SCALE, BLOCK_N, BLOCK_K),)
+    return tiles
 
 
 @triton.jit
-def _down_preloaded_steps(act_ptr, w0, w1, w2, w3, acc, steps, t0, r, held, e, t, offs_n, offs_k, offs_g, ws_ptr,
+def _down_preloaded_steps(act_ptr, tiles, acc, steps, t0, r, held, e, t, offs_n, offs_k, offs_g, ws_ptr,
                           b_ptr, tw_ptr, shared_ptr, out_ptr, H, I, R, stride_wse, stride_wsn, stride_s, stride_o,
                           KP: tl.constexpr, W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr,
                           HAS_BIAS: tl.constexpr, HAS_SHARED: tl.constexpr, BLOCK_N: tl.constexpr,
                           BLOCK_K: tl.constexpr, TILES: tl.constexpr, FP16_PRODUCTS: tl.constexpr,
                           PRELOAD: tl.constexpr):
     """Steps 0 .. PRELOAD - 1 of route_down_kernel with the tiles ``_preload_down`` loaded."""
-    acc = _down_tile_step(act_ptr, w0, acc, 0, steps, t0, r, held, e, t, offs_n, offs_k, offs_g, ws_ptr, b_ptr,
-                          tw_ptr, shared_ptr, out_ptr, H, I, R, stride_wse, stride_wsn, stride_s, stride_o, KP,
-                          W_SCALE, SPLIT_K, ACTIVATION, HAS_BIAS, HAS_SHARED, BLOCK_N, BLOCK_K, TILES, FP16_PRODUCTS)
-    if PRELOAD > 1:
-        acc = _down_tile_step(act_ptr, w1, acc, 1, steps, t0, r, held, e, t, offs_n, offs_k, offs_g, ws_ptr, b_ptr,
-                              tw_ptr, shared_ptr, out_ptr, H, I, R, stride_wse, stride_wsn, stride_s, stride_o, KP,
-                              W_SCALE, SPLIT_K, ACTIVATION, HAS_BIAS, HAS_SHARED, BLOCK_N, BLOCK_K, TILES,
-                              FP16_PRODUCTS)
-    if PRELOAD > 2:
-        acc = _down_tile_step(act_ptr, w2, acc, 2, steps, t0, r, held, e, t, offs_n, offs_k, offs_g, ws_ptr, b_ptr,
-                              tw_ptr, shared_ptr, out_ptr, H, I, R, stride_wse, stride_wsn, stride_s, stride_o, KP,
-                              W_SCALE, SPLIT_K, ACTIVATION, HAS_BIAS, HAS_SHARED, BLOCK_N, BLOCK_K, TILES,
-                              FP16_PRODUCTS)
-    if PRELOAD > 3:
-        acc = _down_tile_step(act_ptr, w3, acc, 3, steps, t0, r, held, e, t, offs_n, offs_k, offs_g, ws_ptr, b_ptr,
-                              tw_ptr, shared_ptr, out_ptr, H, I, R, stride_wse, stride_wsn, stride_s, stride_o, KP,
-                              W_SCALE, SPLIT_K, ACTIVATION, HAS_BIAS, HAS_SHARED, BLOCK_N, BLOCK_K, TILES,
-                              FP16_PRODUCTS)
+    for i in tl.static_range(PRELOAD):
+        acc = _down_tile_step(act_ptr, tiles[i], acc, i, steps, t0, r, held, e, t, offs_n, offs_k, offs_g, ws_ptr,
+                              b_ptr, tw_ptr, shared_ptr, out_ptr, H, I, R, stride_wse, stride_wsn, stride_s,
+                              stride_o, KP, W_SCALE, SPLIT_K, ACTIVATION, HAS_BIAS, HAS_SHARED, BLOCK_N, BLOCK_K,
+                              TILES, FP16_PRODUCTS)
     return acc
 
 
@@ -485,11 +461,11 @@ def route_down_kernel(
     acc = tl.zeros([KP, BLOCK_N], dtype=tl.float32)
     first = 0
     if PDL:  # the first weights are in flight while gate/up finishes
-        w0, w1, w2, w3 = _preload_down(w_ptr, ws_ptr, e, held, t0, steps, offs_n, offs_k, H, I, stride_we, stride_wn,
-                                       stride_wse, stride_wsn, W_SCALE, BLOCK_N, BLOCK_K, PRELOAD)
+        tiles = _preload_down(w_ptr, ws_ptr, e, held, t0, steps, offs_n, offs_k, H, I, stride_we, stride_wn,
+                              stride_wse, stride_wsn, W_SCALE, BLOCK_N, BLOCK_K, PRELOAD)
         pdl_wait()
         trace_mark(trace_ptr, 1, TRACE)
-        acc = _down_preloaded_steps(act_ptr, w0, w1, w2, w3, acc, steps, t0, r, held, e, t, offs_n, offs_k, offs_g,
+        acc = _down_preloaded_steps(act_ptr, tiles, acc, steps, t0, r, held, e, t, offs_n, offs_k, offs_g,
                                     ws_ptr, b_ptr, tw_ptr, shared_ptr, out_ptr, H, I, R, stride_wse, stride_wsn,
                                     stride_s, stride_o, KP, W_SCALE, SPLIT_K, ACTIVATION, HAS_BIAS, HAS_SHARED,
                                     BLOCK_N, BLOCK_K, TILES, FP16_PRODUCTS, PRELOAD)
