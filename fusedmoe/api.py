@@ -11,12 +11,16 @@ The op is registered as ``fusedmoe::fused_moe`` for torch.compile.
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import warnings
 from typing import Optional
 
 import torch
+from torch._subclasses.fake_tensor import is_fake
 
 from . import policy
-from ._runtime import device_name, num_sms, runs_triton
+from ._runtime import device_name, interpreting, num_sms, runs_triton
 from ._validate import FLOAT_ACTIVATION_DTYPES, ID_DTYPES, INT64_MAX, check_choice, check_int, check_tensor
 from .epilogue import ACTIVATIONS
 from .plan import MAX_EXPERTS
@@ -118,17 +122,42 @@ def _check_inputs(x, weights, topk_weights, topk_ids, expert_offset, num_local_e
 def _fused_moe_op(x: torch.Tensor, w13: torch.Tensor, w2: torch.Tensor, w13_scale: Optional[torch.Tensor],
                   w2_scale: Optional[torch.Tensor], w13_bias: Optional[torch.Tensor], w2_bias: Optional[torch.Tensor],
                   fmt: str, topk_weights: torch.Tensor, topk_ids: torch.Tensor, expert_offset: int, num_experts: int,
-                  shared_output: Optional[torch.Tensor], path: str, activation: str) -> torch.Tensor:
-    """The layer as a torch op (flat arguments), so that torch.compile treats it as one opaque node."""
+                  shared_output: Optional[torch.Tensor], path: str, activation: str,
+                  config: Optional[str]) -> torch.Tensor:
+    """The layer as a torch op (flat arguments; ``config`` as ``_config_json`` writes it), so that
+    torch.compile treats it as one opaque node."""
     weights = ExpertWeights(fmt, w13, w2, w13_scale, w2_scale, w13_bias, w2_bias)
-    return _run(x, weights, topk_weights, topk_ids, expert_offset, num_experts, shared_output, None, path, None,
-                activation)
+    return _run(x, weights, topk_weights, topk_ids, expert_offset, num_experts, shared_output, None, path,
+                _config_from_json(config), activation)
 
 
 @_fused_moe_op.register_fake
 def _(x, w13, w2, w13_scale, w2_scale, w13_bias, w2_bias, fmt, topk_weights, topk_ids, expert_offset, num_experts,
-      shared_output, path, activation):
+      shared_output, path, activation, config):
     return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+@torch.compiler.assume_constant_result  # run at trace time (dynamo cannot trace json), a constant
+def _config_json(config: policy.GroupedConfig | policy.RouteDirectConfig | None) -> str | None:
+    """A config as the op's string argument: its path and fields, JSON."""
+    if config is None:
+        return None
+    if not isinstance(config, (policy.GroupedConfig, policy.RouteDirectConfig)):
+        raise TypeError(f"config: expected a GroupedConfig or RouteDirectConfig, got {type(config).__name__}")
+    path = "grouped" if isinstance(config, policy.GroupedConfig) else "route_direct"
+    return json.dumps({"path": path, **dataclasses.asdict(config)})
+
+
+def _config_from_json(text: str | None) -> policy.GroupedConfig | policy.RouteDirectConfig | None:
+    if text is None:
+        return None
+    fields = json.loads(text)
+    return policy.config_from_dict(fields.pop("path"), fields)
+
+
+def _detached(t: torch.Tensor | None) -> torch.Tensor | None:
+    """``t`` without autograd history (itself when it has none)."""
+    return t.detach() if t is not None and t.requires_grad else t
 
 
 def _apply_expert_map(expert_map, topk_ids, weights, expert_offset, num_local_experts, num_experts, check_ids):
@@ -152,10 +181,15 @@ def _capturing(t: torch.Tensor) -> bool:
     return t.is_cuda and torch.cuda.is_current_stream_capturing()
 
 
+def _shapes_only(t: torch.Tensor) -> bool:
+    """A tensor with no data: fake (torch.compile, make_fx, FakeTensorMode) or on the meta device."""
+    return t.device.type == "meta" or is_fake(t)
+
+
 def _check_id_range(name: str, ids: torch.Tensor, end: int) -> None:
     """Raise unless every id lies in [-1, end): one host sync, so skipped while capturing a
-    CUDA graph or compiling (the kernels mask such ids; they are never an illegal access)."""
-    if torch.compiler.is_compiling() or not ids.numel() or _capturing(ids):
+    CUDA graph, compiling or tracing (the kernels mask such ids; they are never an illegal access)."""
+    if torch.compiler.is_compiling() or not ids.numel() or _capturing(ids) or _shapes_only(ids):
         return
     lo, hi = torch.stack(torch.aminmax(ids)).tolist()  # two small launches and the sync
     if lo < -1 or hi >= end:
@@ -174,8 +208,9 @@ def fused_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Tenso
     weights hold this rank's experts: global ids [expert_offset, expert_offset + E_local) are
     computed, every other id (and -1) contributes nothing.  ``num_experts`` is the global
     count (default expert_offset + E_local); ids must lie in [-1, num_experts).  ``check_ids``
-    verifies that range with one host synchronisation; it is skipped during CUDA-graph capture
-    (the kernels mask ids outside the window, so a bad id is never an illegal access).
+    verifies that range with one host synchronisation; it is skipped during CUDA-graph capture,
+    under torch.compile and for fake or meta tensors (the kernels mask ids outside the window,
+    so a bad id there contributes nothing and is never an illegal access).
     ``config`` overrides the policy's tiles for the chosen path (for tuning and benchmarks).
 
     ``activation``: the gate's activation, "silu" (SwiGLU), "gelu_tanh" or "swiglu_oai"
@@ -193,13 +228,26 @@ def fused_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Tenso
     m, k = topk_ids.shape
     if check_ids:
         _check_id_range("topk_ids", topk_ids, n_global)
-    if torch.compiler.is_compiling() and config is None:
-        res = _fused_moe_op(x, weights.w13, weights.w2, weights.w13_scale, weights.w2_scale, weights.w13_bias,
-                            weights.w2_bias, weights.format, topk_weights, topk_ids, expert_offset, n_global,
-                            shared_output, path, activation)
-        return res if out is None else out.copy_(res)
+    if torch.compiler.is_compiling() or _shapes_only(x):
+        # one opaque op (its fake kernel for tensors without data); its inputs detached, since
+        # the output carries no gradient (as in eager)
+        w = [_detached(t) for t in (weights.w13, weights.w2, weights.w13_scale, weights.w2_scale, weights.w13_bias,
+                                    weights.w2_bias)]
+        res = _fused_moe_op(_detached(x), *w, weights.format, _detached(topk_weights), topk_ids, expert_offset,
+                            n_global, _detached(shared_output), path, activation, _config_json(config))
+        return res if out is None else _detached(out).copy_(res)
     return _run(x, weights, topk_weights, topk_ids, expert_offset, n_global, shared_output, out, path, config,
                 activation)
+
+
+def _interpreter_bf16(x: torch.Tensor, weights: ExpertWeights) -> bool:
+    """True (with a warning) for bf16 weights in Triton's interpreter, whose bf16 arithmetic is
+    wrong (triton-lang/triton#11584: rel-L2 1e11 and worse here): the torch reference runs instead."""
+    if not (weights.format == "bf16" and interpreting() and x.device.type == "cpu"):
+        return False
+    warnings.warn("fused_moe: Triton's interpreter computes bf16 wrongly; bf16 weights run the torch reference "
+                  "there (fp16 runs the kernels)", RuntimeWarning, stacklevel=3)
+    return True
 
 
 def _run(x, weights, topk_weights, topk_ids, expert_offset, n_global, shared_output, out, path, config, activation):
@@ -216,7 +264,7 @@ def _run(x, weights, topk_weights, topk_ids, expert_offset, n_global, shared_out
         out = torch.empty_like(x, memory_format=torch.contiguous_format)
     if m == 0:
         return out
-    if not runs_triton(x):
+    if not runs_triton(x) or _interpreter_bf16(x, weights):
         ref = moe_reference(x, weights, topk_weights, topk_ids, expert_offset=expert_offset,
                             shared_output=shared_output, activation=activation,
                             quantize_activations=path_quantizes_activations(chosen, weights.format))

@@ -83,7 +83,7 @@ def _add_shape_args(p: argparse.ArgumentParser) -> None:
 
 
 def _device_tokens(args: argparse.Namespace, device) -> list[int]:
-    if args.tokens:
+    if args.tokens is not None:
         return _ints("--tokens", args.tokens)
     return list(GPU_TOKENS if device.type == "cuda" else CPU_TOKENS)
 
@@ -147,7 +147,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     from . import api
 
     formats = _choices("--formats", args.formats, FORMATS)
-    tokens = _ints("--tokens", args.tokens) if args.tokens else list(GPU_TOKENS)
+    tokens = _ints("--tokens", args.tokens) if args.tokens is not None else list(GPU_TOKENS)
     for shape in shapes:
         print(f"\n{shape.describe()}")
         weights = {f: _meta_weights(shape, f) for f in formats}
@@ -168,7 +168,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     cpu = device.type != "cuda"
     shape = PRESETS["qwen3_30b_a3b"]
     formats = _choices("--formats", args.formats, FORMATS)
-    tokens = _ints("--tokens", args.tokens) if args.tokens else ([1, 2] if cpu else [1, 8, 64, 512, 4096])
+    tokens = _ints("--tokens", args.tokens) if args.tokens is not None else ([1, 2] if cpu else [1, 8, 64, 512, 4096])
     print(f"fused_moe on {shape.describe()}, {'CPU' if cpu else 'GPU'}: {device}")
     if cpu:
         print(CPU_NOTE)

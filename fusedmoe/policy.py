@@ -277,8 +277,11 @@ def tail_saving(rows_per_expert: float, block_m: int, tail_m: int) -> float:
     def below(x: float) -> float:
         return 0.5 * (1 + math.erf((x - rows_per_expert) / (sd * math.sqrt(2))))
 
-    top = int(rows_per_expert + 6 * sd) // block_m + 1
-    share = sum(below(j * block_m + tail_m + 0.5) - below(j * block_m + 0.5) for j in range(top + 1))
+    if sd > 4 * block_m:  # the count modulo block_m is then uniform to within 1e-6
+        share = tail_m / block_m
+    else:  # the blocks within 6 sd of the mean (at most 49 of them)
+        lo, top = int(max(rows_per_expert - 6 * sd, 0)) // block_m, int(rows_per_expert + 6 * sd) // block_m + 1
+        share = sum(below(j * block_m + tail_m + 0.5) - below(j * block_m + 0.5) for j in range(lo, top + 1))
     return share * (block_m - tail_m) / (rows_per_expert + block_m / 2)
 
 
@@ -498,7 +501,8 @@ def load_table(device_name: str, path: str) -> tuple[dict, ...]:
     return tuple(json.loads(f.read_text())["entries"]) if f.is_file() else ()
 
 
-def _from_dict(path: str, d: dict) -> GroupedConfig | RouteDirectConfig:
+def config_from_dict(path: str, d: dict) -> GroupedConfig | RouteDirectConfig:
+    """A config of ``path`` from its fields (a table entry's 'config', or ``dataclasses.asdict``)."""
     if path == "grouped":
         return GroupedConfig(d["block_m"], Tile(**d["gate_up"]), Tile(**d["down"]), d.get("group_m", 1),
                              d.get("fp8_promote_k", 32), d.get("gluon", False), d.get("tail_m", 0))
@@ -595,7 +599,7 @@ def served_config(path: str, entry_config: dict, m: int, fmt: str) -> GroupedCon
     where the Gluon kernels could serve this M (promotion every 128 columns), else nothing; an
     fp8_block route-direct entry's tensor-core tiles take K steps of 128 (one block scale per
     step)."""
-    cfg = _from_dict(path, entry_config)
+    cfg = config_from_dict(path, entry_config)
     if path == "grouped":
         rule = grouped_promote_k(m, cfg.gate_up, cfg.down, fmt)
         if fmt != "fp8_tensor" and rule >= 128:  # below, a Gluon entry serves nothing (legal() refuses it)

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import torch
 
 from . import quant
-from ._validate import check_choice, check_tensor
+from ._validate import check_choice, check_int, check_tensor
 
 FORMATS = ("bf16", "fp16", "fp8_tensor", "fp8_block", "w4a8")
 FP8_FORMATS = ("fp8_tensor", "fp8_block")  # e4m3 weights
@@ -44,6 +44,12 @@ _PLAIN_DTYPE = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
+
+
+def _beyond_range(w: torch.Tensor, dtype: torch.dtype) -> bool:
+    """Whether a finite value of ``w`` would overflow to inf in ``dtype``."""
+    big = w.abs() > torch.finfo(dtype).max
+    return bool((big & w.isfinite()).any())
 
 
 def _bias(name: str, b: torch.Tensor | None) -> torch.Tensor | None:
@@ -107,6 +113,10 @@ class ExpertWeights:
         biases = dict(w13_bias=_bias("w13_bias", w13_bias), w2_bias=_bias("w2_bias", w2_bias))
         if format in _PLAIN_DTYPE:
             dt = _PLAIN_DTYPE[format]
+            for name, w in (("w13", w13), ("w2", w2)):
+                if w.device.type != "meta" and w.dtype != dt and _beyond_range(w, dt):
+                    raise ValueError(f"{name}: magnitudes up to {w.abs().amax().item():.4g} exceed {format}'s "
+                                     f"largest ({torch.finfo(dt).max:.4g}); use bf16 or an FP8 format (scaled)")
             return cls(format, w13.to(dt).contiguous(), w2.to(dt).contiguous(), **biases)
         if format == "w4a8":
             for name, w in (("w13", w13), ("w2", w2)):
@@ -247,8 +257,10 @@ class ExpertWeights:
         Smaller than E: these weights hold every expert and the window is a view of them
         (expert parallelism emulated on one device)."""
         e = self.num_experts
+        check_int("expert_offset", expert_offset, lo=0)
         if num_local_experts is None or num_local_experts == e:
             return self
+        check_int("num_local_experts", num_local_experts)
         if num_local_experts < 1 or num_local_experts > e or expert_offset + num_local_experts > e:
             raise ValueError(f"num_local_experts: expected {e} (weights of the local experts) or a window "
                              f"[expert_offset, expert_offset + num_local_experts) inside the {e} experts held, got "

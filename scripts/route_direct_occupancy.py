@@ -58,7 +58,7 @@ def ctas_per_sm(warps: int, regs: int, shared: int, free_regs: int = SM_REGS, fr
 
 
 def entry_row(e: dict) -> dict:
-    cfg = policy._from_dict("route_direct", e["config"])
+    cfg = policy.config_from_dict("route_direct", e["config"])
     fmt = e["format"]
     x_t, w_t = DTYPES[fmt]
     gu, dn = cfg.gate_up, cfg.down

@@ -34,6 +34,17 @@ def _rank_main(rank: int, world: int, init_file: str, result_file: str) -> None:
     full, x, ids, tw, shared = full.to(dev), x.to(dev), ids.to(dev), tw.to(dev), shared.to(dev)
     local = full.local_window(rank * e // world, e // world)
     out = expert_parallel_moe(x, local, tw, ids, num_experts=e, shared_output=shared, path="route_direct")
+    # a row-padded out view: the result lands in the view, the padding columns keep their value
+    padded = torch.full((m, h + 8), 7.0, dtype=x.dtype, device=dev)
+    into = expert_parallel_moe(x, local, tw, ids, num_experts=e, shared_output=shared, path="route_direct",
+                               out=padded[:, :h])
+    assert into.data_ptr() == padded.data_ptr() and torch.equal(into, out)
+    assert bool((padded[:, h:] == 7.0).all())
+    try:  # the expert window is the rank's: refused on every rank alike, before any collective
+        expert_parallel_moe(x, local, tw, ids, num_experts=e, expert_offset=0)
+        raise AssertionError("expert_offset was accepted")
+    except ValueError as err:
+        assert str(err).startswith("expert_offset: set by expert_parallel_moe")
     if rank == 0:
         from fusedmoe.api import fused_moe
 
@@ -43,7 +54,8 @@ def _rank_main(rank: int, world: int, init_file: str, result_file: str) -> None:
 
 
 def test_two_ranks_equal_one(tmp_path):
-    # Each rank computes its 3 experts; the all-reduced sum equals the single-rank layer.
+    # Each rank computes its 3 experts; the all-reduced sum equals the single-rank layer (also
+    # into a non-contiguous out, whose padding the all-reduce must not touch).
     result = tmp_path / "result.pt"
     mp.spawn(_rank_main, args=(2, str(tmp_path / "init"), str(result)), nprocs=2, join=True)
     out, single = torch.load(result)

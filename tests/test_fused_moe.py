@@ -1,6 +1,7 @@
 """The whole layer, every path and format, against the float64 reference."""
 
 import dataclasses
+import warnings
 
 import pytest
 import torch
@@ -9,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fusedmoe import policy
+from fusedmoe._runtime import interpreting
 from fusedmoe.api import PATHS, fused_moe, path_quantizes_activations
 from fusedmoe.reference import cosine, moe_reference, rel_l2, requantisation_slack
 from fusedmoe.weights import ExpertWeights
@@ -929,6 +931,57 @@ def test_torch_compile_treats_the_op_as_one_node(device):
                              backend="aot_eager", fullgraph=True)
     torch.testing.assert_close(compiled(x, tw, ids), fused_moe(x, weights, tw, ids, path="route_direct"),
                                rtol=0, atol=0)
+
+
+def test_torch_compile_with_grad_inputs_and_a_config(device):
+    # Inputs that require grad (a model outside no_grad, weights as Parameters) compile as in eager:
+    # the output carries no gradient.  A config goes through the op too (as JSON), bitwise eager.
+    weights, x, tw, ids = make_layer(3, 4, 2, 64, 32, "fp8_block", device)
+    grad_weights = dataclasses.replace(weights, w13=weights.w13.float().requires_grad_().to(weights.w13.dtype))
+    config = policy.RouteDirectConfig(policy.Tile(8, 128, 4, 1, split_k=2), policy.Tile(16, 128, 4, 1))
+    for cfg in (None, config):
+        def layer(a, w, i):
+            return fused_moe(a, grad_weights, w, i, path="route_direct", config=cfg)
+        compiled = torch.compile(layer, backend="aot_eager", fullgraph=True)
+        got = compiled(x.clone().requires_grad_(), tw.clone().requires_grad_(), ids)
+        assert not got.requires_grad
+        torch.testing.assert_close(got, fused_moe(x, weights, tw, ids, path="route_direct", config=cfg),
+                                   rtol=0, atol=0)
+
+
+def test_fake_and_meta_tensors_trace_the_op():
+    # make_fx (fake), FakeTensorMode and meta tensors see one op with the output's shape: no id
+    # check (it would read data), no kernel
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from fusedmoe import ExpertWeights
+
+    weights, x, tw, ids = make_layer(3, 4, 2, 64, 32, "fp16", "cpu")
+    x = x.half()
+    graph = make_fx(lambda a, b, c, w13, w2: fused_moe(a, ExpertWeights("fp16", w13, w2), b, c),
+                    tracing_mode="fake")(x, tw, ids, weights.w13, weights.w2)
+    assert [n.target for n in graph.graph.nodes if n.op == "call_function"] == [torch.ops.fusedmoe.fused_moe.default]
+    with FakeTensorMode() as mode:
+        fake = [mode.from_tensor(t) for t in (x, tw, ids, weights.w13, weights.w2)]
+        got = fused_moe(fake[0], ExpertWeights("fp16", fake[3], fake[4]), fake[1], fake[2])
+        assert got.shape == x.shape and got.dtype == x.dtype
+    meta = fused_moe(x.to("meta"), ExpertWeights("fp16", weights.w13.to("meta"), weights.w2.to("meta")),
+                     tw.to("meta"), ids.to("meta"))
+    assert meta.device.type == "meta" and meta.shape == x.shape
+
+
+def test_bf16_weights_are_exact_in_the_interpreter_too(device):
+    # Triton's interpreter computes bf16 wrongly (triton-lang/triton#11584): there bf16 weights
+    # run the torch reference, with a warning; on the GPU the kernels
+    weights, x, tw, ids = make_layer(3, 4, 2, 64, 32, "bf16", device)
+    x = x.to(torch.bfloat16)
+    interpreted = torch.device(device).type == "cpu" and interpreting()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = fused_moe(x, weights, tw, ids, path="route_direct")
+    assert any("bf16" in str(w.message) for w in caught) == interpreted
+    assert rel_l2(got, moe_reference(x, weights, tw, ids)) < 3e-3
 
 
 @pytest.mark.parametrize("path", PATHS)

@@ -155,7 +155,7 @@ def test_committed_h200_tables_are_legal():
     # Every shipped entry loads and is legal for its own format.
     for path in ("route_direct", "grouped"):
         for e in policy.load_table("NVIDIA H200", path):
-            assert policy.legal(path, policy._from_dict(path, e["config"]), e["format"]), e
+            assert policy.legal(path, policy.config_from_dict(path, e["config"]), e["format"]), e
 
 
 def test_descend_finds_the_minimum_and_skips_failures():
@@ -199,7 +199,7 @@ def test_fp8_promotion_interval_is_legal_up_to_the_k_step():
         assert policy.legal("grouped", dataclasses.replace(cfg, fp8_promote_k=k), "fp8_tensor") == ok
     k64 = dataclasses.replace(cfg, down=dataclasses.replace(cfg.down, block_k=64), fp8_promote_k=128)
     assert not policy.legal("grouped", k64, "fp8_block")
-    assert policy._from_dict("grouped", dataclasses.asdict(dataclasses.replace(cfg, fp8_promote_k=64))) == \
+    assert policy.config_from_dict("grouped", dataclasses.asdict(dataclasses.replace(cfg, fp8_promote_k=64))) == \
         dataclasses.replace(cfg, fp8_promote_k=64)
 
 
@@ -354,7 +354,7 @@ def test_register_cap_moves_set_one_tiles_cap():
     # a table entry without the field loads uncapped
     entry = {"block_m": 64, "gate_up": {"block_n": 64, "block_k": 128, "num_warps": 8, "num_stages": 4},
              "down": {"block_n": 128, "block_k": 128, "num_warps": 4, "num_stages": 4}}
-    assert policy._from_dict("grouped", entry).gate_up.max_registers == 0
+    assert policy.config_from_dict("grouped", entry).gate_up.max_registers == 0
 
 
 def test_route_direct_register_caps_move_sets_both_tiles():
@@ -370,7 +370,7 @@ def test_route_direct_register_caps_move_sets_both_tiles():
     for caps in moves:
         cfg = tune.apply(base, "register_caps", caps)
         assert policy.legal("route_direct", cfg, "fp8_tensor")
-        assert policy._from_dict("route_direct", tune._as_dict(cfg)) == cfg
+        assert policy.config_from_dict("route_direct", tune._as_dict(cfg)) == cfg
     assert "register_caps" not in {f for f, _ in tune.candidates("grouped", "bf16")}
 
 
@@ -666,6 +666,10 @@ def test_heuristic_tail_tiles_where_last_blocks_are_short():
     assert policy.grouped_config(128, 2, 8, 4096, 7168, "bf16").block_m < 64
     assert policy.grouped_config(128, 2, 8, 4096, 7168, "bf16").tail_m == 0
     assert policy.tail_saving(85, 128, 32) < 1e-6 < policy.tail_saving(128, 128, 32)
+    # many rows: the count modulo BLOCK_M is uniform (a closed form, not a sum over every block)
+    for rows in (40000.0, 1e20):
+        assert policy.tail_saving(rows, 64, 16) == pytest.approx(16 / 64 * 48 / (rows + 32), rel=1e-3)
+    assert policy.tail_saving(30000.0, 64, 16) == pytest.approx(16 / 64 * 48 / 30032, rel=1e-3)  # by the sum
     for m in (1, 7, 64, 300, 4096, 65536):
         for e in (8, 128, 256):
             for fmt in ("bf16", "fp8_block", "fp8_tensor", "w4a8"):

@@ -256,3 +256,15 @@ def test_more_local_experts_than_a_plan_holds(device):
     assert rel_l2(got, moe_reference(x, w, tw, ids)) < 2e-3
     with pytest.raises(ValueError, match="path: 'grouped' plans at most"):
         fused_moe(x, w, tw, ids, path="grouped")
+
+
+def test_weights_beyond_fp16_and_negative_windows_named():
+    w13, w2 = torch.randn(2, 8, 16), torch.randn(2, 16, 4)
+    with pytest.raises(ValueError, match="w2: magnitudes up to 7e\\+04 exceed fp16's largest"):
+        ExpertWeights.from_dense(w13, w2 * 0 + 7e4, "fp16")
+    assert ExpertWeights.from_dense(w13, w2 * 0 + 7e4, "bf16").w2.isfinite().all()
+    w = ExpertWeights.from_dense(w13, w2, "fp16")
+    with pytest.raises(ValueError, match="expert_offset: expected an int >= 0"):
+        w.local_window(-1, 1)
+    with pytest.raises(TypeError, match="num_local_experts: expected an int"):
+        w.local_window(0, 1.0)
