@@ -17,3 +17,12 @@ DEV=$(python -c "import torch; from fusedmoe.policy import device_dir_name; prin
 C=fusedmoe/configs
 if [ "$DEV" != NVIDIA_H200 ]; then mkdir -p $C/$DEV; cp $C/NVIDIA_H200/*.json $C/$DEV/; fi
 T=$C/$DEV/route_direct.json
+# bench_in_turn "CMD" TIMEOUT V1 V2 ...: CMD --out R/dec_<n>_<V> with R/route_direct_<V>.json as the
+# route-direct table, for each V in turn (an A/B in both orders: start tuned tuned start)
+bench_in_turn() {
+  local cmd=$1 limit=$2 n=0 v; shift 2
+  for v in "$@"; do
+    n=$((n+1)); cp $R/route_direct_$v.json $T
+    timeout $limit $cmd --out $R/dec_${n}_$v > $R/dec_${n}_$v.log 2>&1; step "dec $n $v rc $?"
+  done
+}

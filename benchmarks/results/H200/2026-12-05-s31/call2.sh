@@ -16,11 +16,7 @@ timeout 330 python -m fusedmoe tune --shape peers --formats bf16,fp8_tensor,fp8_
 step "tune rc $?"
 cp $T $R/route_direct_tuned.json
 B="python -m fusedmoe bench --routing softmax --no-check --paths auto --formats bf16,fp8_tensor,fp8_block --tokens 1,2,4,8 --shape peers --replays 10"
-n=0
-for v in start tuned tuned start; do
-  n=$((n+1)); cp $R/route_direct_$v.json $T
-  timeout 45 $B --out $R/dec_${n}_$v > $R/dec_${n}_$v.log 2>&1; step "dec $n $v rc $?"
-done
+bench_in_turn "$B" 45 start tuned tuned start
 cp $R/route_direct_tuned.json $T
 timeout 60 python scripts/decode_timeline.py --cases qwen3_30b_a3b:fp8_tensor:1,gpt_oss_120b_tp4:fp8_block:1,deepseek_v3_tp8:fp8_tensor:1,qwen3_30b_a3b:bf16:1 \
   --out $R/timeline_tuned > $R/timeline_tuned.log 2>&1; step "timeline rc $?"

@@ -12,20 +12,16 @@
 # us less at the small M=1 FP8 layers (Hunyuan, GPT-OSS TP4, DeepSeek-V3 TP8), less in bf16, none
 # expected at M >= 4 (the gate/up grid is several waves and streams at the floor already).
 # On a device other than the H200 the H200 tables are copied under its name first.  Packed into $OUT/r.tgz.
-R=/tmp/r1; LIMIT=585; . scripts/call_setup.sh
-timeout 90 python -m pytest -q -x tests/test_fused_moe.py -k "prefetch or preload" > $R/tests.log 2>&1; step "tests rc $?"
-timeout 150 python scripts/decode_timeline.py \
+R=/tmp/r1; LIMIT=500; . scripts/call_setup.sh
+timeout 60 python -m pytest -q -x tests/test_fused_moe.py -k "prefetch or preload" > $R/tests.log 2>&1; step "tests rc $?"
+timeout 140 python scripts/decode_timeline.py \
   --cases hunyuan_tp8:fp8_tensor:1,hunyuan_tp8:bf16:1,gpt_oss_120b_tp4:fp8_block:1,deepseek_v3_tp8:fp8_tensor:1,qwen3_30b_a3b:fp8_tensor:1,mixtral_8x7b_tp2:fp8_tensor:1 \
   --variants down_prefetch1,down_prefetch2,down_preload4 --out $R/variants > $R/variants.log 2>&1; step "variants rc $?"
 cp $T $R/route_direct_start.json
-timeout 170 python -m fusedmoe tune --shape peers --formats bf16,fp8_tensor,fp8_block --tokens 1,2 \
-  --paths route_direct --moves down_preload,down_prefetch --force --budget-min 2.6 --log $R/tune.jsonl > $R/tune.log 2>&1
+timeout 150 python -m fusedmoe tune --shape peers --formats bf16,fp8_tensor,fp8_block --tokens 1,2 \
+  --paths route_direct --moves down_preload,down_prefetch --force --budget-min 2.3 --log $R/tune.jsonl > $R/tune.log 2>&1
 step "tune rc $?"
 cp $T $R/route_direct_tuned.json
 B="python -m fusedmoe bench --routing softmax --no-check --paths auto --formats bf16,fp8_tensor,fp8_block --tokens 1,2,4,8 --shape peers --replays 10"
-n=0
-for v in start tuned tuned start; do
-  n=$((n+1)); cp $R/route_direct_$v.json $T
-  timeout 45 $B --out $R/dec_${n}_$v > $R/dec_${n}_$v.log 2>&1; step "dec $n $v rc $?"
-done
+bench_in_turn "$B" 35 start tuned tuned start
 finish
