@@ -113,7 +113,8 @@ class RouteDirectConfig:
     of its route's expert's down weights, before (1) or after (2) its K loop; 0: none.  The down
     then reads them from L2, where its one short wave otherwise waits on HBM round trips after
     gate/up ends.  The bytes from HBM are the same, moved into gate/up's stream (its tail, with
-    2).  A tuner move, for layers whose active weights fit in L2 (decode at small M)."""
+    2).  A tuner move, for layers whose active weights fit in L2 (decode at small M); not yet timed
+    (thirty-second session: no GPU)."""
 
     gate_up: Tile
     down: Tile
