@@ -11,8 +11,6 @@ The op is registered as ``fusedmoe::fused_moe`` for torch.compile.
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import warnings
 from typing import Optional
 
@@ -124,11 +122,11 @@ def _fused_moe_op(x: torch.Tensor, w13: torch.Tensor, w2: torch.Tensor, w13_scal
                   fmt: str, topk_weights: torch.Tensor, topk_ids: torch.Tensor, expert_offset: int, num_experts: int,
                   shared_output: Optional[torch.Tensor], path: str, activation: str,
                   config: Optional[str]) -> torch.Tensor:
-    """The layer as a torch op (flat arguments; ``config`` as ``_config_json`` writes it), so that
+    """The layer as a torch op (flat arguments; ``config`` as ``policy.config_json`` writes it), so that
     torch.compile treats it as one opaque node."""
     weights = ExpertWeights(fmt, w13, w2, w13_scale, w2_scale, w13_bias, w2_bias)
     return _run(x, weights, topk_weights, topk_ids, expert_offset, num_experts, shared_output, None, path,
-                _config_from_json(config), activation)
+                None if config is None else policy.config_from_json(config), activation)
 
 
 @_fused_moe_op.register_fake
@@ -137,22 +135,13 @@ def _(x, w13, w2, w13_scale, w2_scale, w13_bias, w2_bias, fmt, topk_weights, top
     return torch.empty_like(x, memory_format=torch.contiguous_format)
 
 
-@torch.compiler.assume_constant_result  # run at trace time (dynamo cannot trace json), a constant
 def _config_json(config: policy.GroupedConfig | policy.RouteDirectConfig | None) -> str | None:
-    """A config as the op's string argument: its path and fields, JSON."""
+    """A config as the op's string argument (``policy.config_json``, kept by the config)."""
     if config is None:
         return None
     if not isinstance(config, (policy.GroupedConfig, policy.RouteDirectConfig)):
         raise TypeError(f"config: expected a GroupedConfig or RouteDirectConfig, got {type(config).__name__}")
-    path = "grouped" if isinstance(config, policy.GroupedConfig) else "route_direct"
-    return json.dumps({"path": path, **dataclasses.asdict(config)})
-
-
-def _config_from_json(text: str | None) -> policy.GroupedConfig | policy.RouteDirectConfig | None:
-    if text is None:
-        return None
-    fields = json.loads(text)
-    return policy.config_from_dict(fields.pop("path"), fields)
+    return config.json
 
 
 def _detached(t: torch.Tensor | None) -> torch.Tensor | None:

@@ -84,6 +84,9 @@ class GroupedConfig:
     gluon: bool = False
     tail_m: int = 0
 
+    def __post_init__(self):
+        object.__setattr__(self, "json", config_json(self))
+
 
 @dataclass(frozen=True)
 class RouteDirectConfig:
@@ -108,13 +111,9 @@ class RouteDirectConfig:
     wait a program with one step preloaded still has to fetch the rest of its weights from HBM,
     one more round trip after gate/up's end (Qwen3-30B's I = 768 in steps of 256, GPT-OSS TP4's
     720 in 512: 2-3 steps at M=1).  The preloaded tiles are held in registers through the wait.
-    A tuner move, not yet timed (thirty-first session: no GPU).
-    down_prefetch (0, 1, 2; the GEMV gate/up): each gate/up program prefetches into L2 its share
-    of its route's expert's down weights, before (1) or after (2) its K loop; 0: none.  The down
-    then reads them from L2, where its one short wave otherwise waits on HBM round trips after
-    gate/up ends.  The bytes from HBM are the same, moved into gate/up's stream (its tail, with
-    2).  A tuner move, for layers whose active weights fit in L2 (decode at small M); not yet timed
-    (thirty-second session: no GPU)."""
+    A tuner move.  On the H200 at M=1 (thirty-second session) 4 steps shortened the down after
+    its wait (Qwen3-30B 4.35 -> 2.30 us) but slowed the call 1.16-1.17x where I spans several
+    steps (fewer down programs resident), equal elsewhere; no table entry takes it."""
 
     gate_up: Tile
     down: Tile
@@ -122,7 +121,9 @@ class RouteDirectConfig:
     down_tiles: int = 1
     fp16_products: bool = False
     down_preload: int = 1
-    down_prefetch: int = 0
+
+    def __post_init__(self):
+        object.__setattr__(self, "json", config_json(self))
 
 
 # The Gluon kernels' tile sets, by BLOCK_M:
@@ -502,13 +503,26 @@ def load_table(device_name: str, path: str) -> tuple[dict, ...]:
     return tuple(json.loads(f.read_text())["entries"]) if f.is_file() else ()
 
 
+def config_json(cfg: GroupedConfig | RouteDirectConfig) -> str:
+    """A config's path and fields as JSON (``config_from_json`` reads it back).  Each config
+    keeps its own as ``cfg.json``, made at construction: under torch.compile fused_moe hands it
+    to its op as a string, which an attribute read gives the tracer (it cannot trace json)."""
+    path = "grouped" if isinstance(cfg, GroupedConfig) else "route_direct"
+    return json.dumps({"path": path, **dataclasses.asdict(cfg)})
+
+
+def config_from_json(text: str) -> GroupedConfig | RouteDirectConfig:
+    fields = json.loads(text)
+    return config_from_dict(fields.pop("path"), fields)
+
+
 def config_from_dict(path: str, d: dict) -> GroupedConfig | RouteDirectConfig:
     """A config of ``path`` from its fields (a table entry's 'config', or ``dataclasses.asdict``)."""
     if path == "grouped":
         return GroupedConfig(d["block_m"], Tile(**d["gate_up"]), Tile(**d["down"]), d.get("group_m", 1),
                              d.get("fp8_promote_k", 32), d.get("gluon", False), d.get("tail_m", 0))
     return RouteDirectConfig(Tile(**d["gate_up"]), Tile(**d["down"]), d.get("pdl", False), d.get("down_tiles", 1),
-                             d.get("fp16_products", False), d.get("down_preload", 1), d.get("down_prefetch", 0))
+                             d.get("fp16_products", False), d.get("down_preload", 1))
 
 
 def legal(path: str, cfg: GroupedConfig | RouteDirectConfig, fmt: str) -> bool:
@@ -548,15 +562,13 @@ def legal(path: str, cfg: GroupedConfig | RouteDirectConfig, fmt: str) -> bool:
     tiles_ok = cfg.down_tiles >= 1 and (cfg.down_tiles == 1 or not dn.swap_ab)
     # weight tiles loaded before the PDL wait: the GEMV down's (the tensor-core down preloads none)
     preload_ok = 1 <= cfg.down_preload <= 4 and (cfg.down_preload == 1 or not dn.swap_ab)
-    # the down's weights prefetched into L2 by the GEMV gate/up's programs
-    prefetch_ok = cfg.down_prefetch in (0, 1, 2) and (cfg.down_prefetch == 0 or not gu.swap_ab)
     # fp16 products: FP8 weights, at least one GEMV form, its K steps whole 16-column chunks
     fp16_ok = not cfg.fp16_products or (fmt in FP8_FORMATS and not (gu.swap_ab and dn.swap_ab)
                                         and all(t.swap_ab or t.block_k >= 16 for t in tiles))
     # FP4 weights (w4a8): the GEMV forms only, K steps of whole 32-column exponent groups
     fp4_ok = fmt != "w4a8" or (not gu.swap_ab and not dn.swap_ab and all(t.block_k >= 32 for t in tiles))
     return (pow2 and caps_ok and (fmt != "fp8_block" or all(t.block_k % 128 == 0 for t in tiles)) and dn.split_k == 1
-            and gu_ok and dn_ok and tiles_ok and preload_ok and prefetch_ok and fp16_ok and fp4_ok)
+            and gu_ok and dn_ok and tiles_ok and preload_ok and fp16_ok and fp4_ok)
 
 
 # A table entry serves token counts within this factor of the M it was tuned at; beyond, the

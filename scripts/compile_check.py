@@ -236,19 +236,6 @@ CASES = [
      route_down(8, 1, 1, False, 0, False, 16, 128, PDL=True, PRELOAD=2), 4, False),
     ("route_down w4a8 k8 N16 K128 PDL preload 4", route_down_kernel, ROUTE_DOWN_W4,
      route_down(8, 3, 1, True, 0, False, 16, 128, PDL=True, PRELOAD=4), 4, False),
-    # the down's weights prefetched into L2 by the GEMV gate/up (RouteDirectConfig.down_prefetch):
-    # Hunyuan TP8 fp8_tensor M=1's tile (16 KB a program: 128 lines), before and after the K loop
-    ("route_gate_up fp8_tensor N4 K2048 PDL prefetch early", route_gate_up_kernel,
-     dict(ROUTE_GATE_UP_FP8, down_w_ptr=FP8), route_gate_up(1, 1, 0, False, 4, 2048, PDL=True, DOWN_PREFETCH=1,
-                                                          PREFETCH_LINES=128), 8, False),
-    ("route_gate_up fp8_block N8 K2048 PDL prefetch late", route_gate_up_kernel,
-     dict(ROUTE_GATE_UP_FP8, down_w_ptr=FP8), route_gate_up(2, 1, 0, False, 8, 2048, PDL=True, DOWN_PREFETCH=2,
-                                                          PREFETCH_LINES=256), 8, False),
-    ("route_gate_up bf16 N4 K1024 split2 PDL prefetch late", route_gate_up_kernel,
-     dict(ROUTE_GATE_UP_BF16, down_w_ptr="*bf16"), route_gate_up(0, 2, 0, False, 4, 1024, PDL=True,
-                                                                DOWN_PREFETCH=2, PREFETCH_LINES=512), 8, False),
-    ("route_gate_up w4a8 N8 K512 prefetch early", route_gate_up_kernel, dict(ROUTE_GATE_UP_W4, down_w_ptr="*u8"),
-     route_gate_up(3, 1, 0, False, 8, 512, STAGES=3, DOWN_PREFETCH=1, PREFETCH_LINES=64), 4, False),
     # per-program timelines (fusedmoe._trace: %globaltimer, %smid), as scripts/decode_timeline.py builds them
     ("route_gate_up fp8_tensor PDL traced", route_gate_up_kernel, dict(ROUTE_GATE_UP_FP8, trace_ptr="*i64"),
      route_gate_up(1, 1, 0, False, 4, 2048, PDL=True, TRACE=True), 8, False),
@@ -341,7 +328,7 @@ def sass_facts(cubin: bytes) -> dict:
     waits = re.findall(r"WARPGROUP\.DEPBAR\.LE gsb0, (0x[0-9a-f]+)", sass)  # wgmma waits, by depth allowed
     return dict(hgmma=sass.count("HGMMA"), qgmma=sass.count("QGMMA"), registers=int(regs.group(1)) if regs else None,
                 wgmma_waits={w: waits.count(w) for w in sorted(set(waits))}, cp_async=sass.count("LDGSTS"),
-                tma_loads=sass.count("UTMALDG"), l2_prefetches=sass.count("CCTL.E.PF2"),
+                tma_loads=sass.count("UTMALDG"),
                 local_bytes=int(local.group(1)) if local else None, spill_ops=len(re.findall(r"\b(?:LDL|STL)\b", sass)),
                 pdl_wait=sass.count("ACQBULK"), pdl_launch=sass.count("PREEXIT"),
                 instructions=len(re.findall(r"^\s+/\*[0-9a-f]{4,}\*/", sass, re.M)),
@@ -408,8 +395,7 @@ def main() -> int:
                   lambda f: ((needs_wgmma and f["hgmma"] + f["qgmma"] == 0) or f["spill_ops"] > 0
                              or (constexprs.get("PDL", False) and f["pdl_wait"] == 0)
                              or (f["pdl_wait"] > 0 and not f["pdl_wait_first"])
-                             or (constexprs.get("STAGES", 1) > 1 and f["cp_async"] == 0)
-                             or (constexprs.get("DOWN_PREFETCH", 0) > 0) != (f["l2_prefetches"] > 0)))
+                             or (constexprs.get("STAGES", 1) > 1 and f["cp_async"] == 0)))
             for name, kernel, ptrs, constexprs, warps, needs_wgmma in CASES]
 
     def gluon_facts(gemm: str, block_m: int, y_type: str = "*bf16") -> dict:

@@ -803,41 +803,6 @@ def test_route_direct_down_preload_is_bitwise_one_step(fmt, device):
     assert not policy.legal("route_direct", dataclasses.replace(plain, down_preload=5), fmt)
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
-def test_route_direct_down_prefetch_is_bitwise_none(fmt, device):
-    # Prefetching the down's weights into L2 from gate/up changes timing, not values: bitwise the
-    # run without it (on the GPU; the interpreter runs the address arithmetic, not the prefetch).
-    m, e, k, h, i = 3, 6, 3, 200, 300
-    weights, x, tw, ids = make_layer(m, e, k, h, i, fmt, device)
-    plain = policy.RouteDirectConfig(policy.Tile(8, 128, 4, 1, split_k=2), policy.Tile(16, 128, 4, 1), pdl=True)
-    want = fused_moe(x, weights, tw, ids, path="route_direct", config=plain)
-    for prefetch in (1, 2):
-        cfg = dataclasses.replace(plain, down_prefetch=prefetch)
-        assert policy.legal("route_direct", cfg, fmt)
-        got = run_and_check(weights, x, tw, ids, "route_direct", config=cfg)
-        assert torch.equal(got.view(torch.int16), want.view(torch.int16)), prefetch
-    mma_gate_up = dataclasses.replace(plain, gate_up=policy.Tile(16, 128, 4, 3, swap_ab=True))
-    assert not policy.legal("route_direct", dataclasses.replace(mma_gate_up, down_prefetch=1), "fp8_tensor")
-    assert not policy.legal("route_direct", dataclasses.replace(plain, down_prefetch=3), fmt)
-
-
-def test_down_prefetch_shares_cover_each_expert():
-    # a route's gate/up programs (tiles x splits) take equal shares of whole lines that together
-    # cover its expert's down weights, a step of at most MAX_LINES lines
-    from fusedmoe._prefetch import LINE_BYTES, MAX_LINES
-    from fusedmoe.paths.route_direct import _down_prefetch
-
-    for h, i, bn, split, elem in [(200, 300, 8, 2, 1), (4096, 192, 4, 1, 1), (7168, 32, 64, 1, 2), (17, 33, 16, 4, 2)]:
-        w2 = torch.empty(2, h, i, dtype=torch.bfloat16 if elem == 2 else torch.uint8)
-        cfg = policy.RouteDirectConfig(policy.Tile(bn, 512, 8, 1, split), policy.Tile(16, 128, 4, 1), down_prefetch=2)
-        (ptr, expert_bytes, chunk), constexprs = _down_prefetch(cfg, w2, i)
-        programs = -(-i // bn) * split
-        assert ptr is w2 and expert_bytes == h * i * elem and chunk % LINE_BYTES == 0
-        assert h * i * elem <= programs * chunk < h * i * elem + programs * LINE_BYTES
-        assert constexprs["PREFETCH_LINES"] <= MAX_LINES and constexprs["DOWN_PREFETCH"] == 2
-    assert _down_prefetch(dataclasses.replace(cfg, down_prefetch=0), w2, i) == ((w2, 0, 0), {})
-
-
 @pytest.mark.parametrize("fmt,tensor_cores", [(PLAIN_FORMAT, False), (PLAIN_FORMAT, True), ("fp8_block", True)])
 def test_route_direct_trace_writes_each_programs_row_and_leaves_the_output(fmt, tensor_cores, device):
     # The timeline probe's kernels (TRACE, scripts/decode_timeline.py) compute what the plain

@@ -40,7 +40,6 @@ import triton.language as tl
 
 from .._epilogue_kernels import glu, is_held
 from .._pdl import pdl_enter, pdl_wait
-from .._prefetch import prefetch_span_l2
 from .._trace import trace_end, trace_mark
 from ._fp4_kernels import FP4_GROUP, fp16_groups, fp4_group_dots, fp4_route_group_dots, load_fp4_rows
 
@@ -123,41 +122,24 @@ def _gate_up_program(R, I, H, SPLIT_K: tl.constexpr, BLOCK_N: tl.constexpr, BLOC
 
 
 @triton.jit
-def _prefetch_down_share(down_w_ptr, e, nt, s, expert_bytes, chunk, SPLIT_K: tl.constexpr, LINES: tl.constexpr):
-    """Prefetch into L2 the ``chunk`` bytes of expert e's down weights that gate/up program (tile
-    nt, split s) of a route is given: its part of what the down kernel will read."""
-    lo = (nt * SPLIT_K + s).to(tl.int64) * chunk
-    expert_w = down_w_ptr.to(tl.pointer_type(tl.int8)) + e * expert_bytes
-    prefetch_span_l2(expert_w, lo, tl.minimum(lo + chunk, expert_bytes), LINES)
-
-
-@triton.jit
 def route_gate_up_kernel(
         x_ptr, w_ptr, ws_ptr, b_ptr, ids_ptr, act_ptr,
         H, I, R, expert_offset, num_local, TOPK, stride_x, stride_we, stride_wn, stride_wse, stride_wsn,
-        down_w_ptr, down_expert_bytes, prefetch_chunk,
         W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr,
         BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr = False,
-        FP16_PRODUCTS: tl.constexpr = False, STAGES: tl.constexpr = 1, trace_ptr=None, TRACE: tl.constexpr = False,
-        DOWN_PREFETCH: tl.constexpr = 0, PREFETCH_LINES: tl.constexpr = 1):
+        FP16_PRODUCTS: tl.constexpr = False, STAGES: tl.constexpr = 1, trace_ptr=None, TRACE: tl.constexpr = False):
     """SPLIT_K == 1: act[r, n] = act(G_e x_t + b_g)[n] * (U_e x_t + b_u)[n]; else act[s, r, :] =
     partial [G_e x_t, U_e x_t] over the s-th K range (the bias in split 0).  e = ids[r] -
     expert_offset, t = r // TOPK; bias b [E, 2I] if HAS_BIAS.  FP16_PRODUCTS (FP8 weights):
     the products in packed fp16 (``_chunk_dots_fp16``).  W_SCALE 3: FP4 rows of H/2 bytes,
     one exponent per 32 columns (ws [E, 2I, H/32]).  STAGES: the K loop's pipeline depth.
-    TRACE: each program's timeline into trace_ptr (``fusedmoe._trace``).
-    DOWN_PREFETCH 1 / 2: before / after its K loop, the program prefetches into L2 its share of
-    expert e's down weights (down_w_ptr, down_expert_bytes an expert, contiguous): the
-    prefetch_chunk bytes at q * prefetch_chunk (PREFETCH_LINES lines a step), q its index among
-    the route's programs."""
+    TRACE: each program's timeline into trace_ptr (``fusedmoe._trace``)."""
     r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi = _gate_up_program(R, I, H, SPLIT_K, BLOCK_N, BLOCK_K, PDL,
                                                                   trace_ptr, TRACE)
     gid = tl.load(ids_ptr + r)
     if not is_held(gid, expert_offset, num_local):
         return
     e = (gid - expert_offset).to(tl.int64)
-    if DOWN_PREFETCH == 1:
-        _prefetch_down_share(down_w_ptr, e, nt, s, down_expert_bytes, prefetch_chunk, SPLIT_K, PREFETCH_LINES)
     tok = (r // TOPK).to(tl.int64)
     offs_k = tl.arange(0, BLOCK_K)
     offs_g = tl.arange(0, BLOCK_K // 128) if W_SCALE == 2 else tl.arange(0, 1)
@@ -184,8 +166,6 @@ def route_gate_up_kernel(
             else:
                 parts = w.to(tl.float32) * v.to(tl.float32)[None, :]
             acc += _scaled_sums(parts, s_base + g[None, :], s_ok, W_SCALE, BLOCK_K // 128)
-    if DOWN_PREFETCH == 2:
-        _prefetch_down_share(down_w_ptr, e, nt, s, down_expert_bytes, prefetch_chunk, SPLIT_K, PREFETCH_LINES)
     if W_SCALE == 1:
         acc = acc * tl.load(ws_ptr + e)
     if HAS_BIAS:

@@ -7,13 +7,11 @@ upcast in registers), which the reference replays with ``quantize_activations=Fa
 from __future__ import annotations
 
 import torch
-import triton
 
 from ..epilogue import ACTIVATIONS
 from ..policy import RouteDirectConfig
 from .._launch import launch
 from .._pdl import pdl_launch
-from .._prefetch import LINE_BYTES, MAX_LINES
 from .._runtime import cdiv
 from .._trace import TRACE_FIELDS
 from ..weights import ExpertWeights
@@ -56,12 +54,10 @@ def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torc
         dn_trace = dict(trace_ptr=trace[gu_programs:], TRACE=True)
         run = _plain_launch
     gate_up = route_gate_up_mma_kernel if gu.swap_ab else route_gate_up_kernel
-    # the GEMV form's down-weight prefetch: positional (the cached launcher keys keyword values)
-    prefetch_args, prefetch = ((), {}) if gu.swap_ab else _down_prefetch(config, weights.w2, inter)
-    gemv_gate_up = {} if gu.swap_ab else dict(FP16_PRODUCTS=config.fp16_products, STAGES=gu.num_stages, **prefetch)
+    gemv_gate_up = {} if gu.swap_ab else dict(FP16_PRODUCTS=config.fp16_products, STAGES=gu.num_stages)
     run(gate_up, (gu_programs,),
         x, weights.w13, ws, optional_ptr(weights.w13_bias, x), topk_ids, act, hidden, inter, r, expert_offset,
-        e_local, k, x.stride(0), weights.w13.stride(0), weights.w13.stride(1), se, sn, *prefetch_args,
+        e_local, k, x.stride(0), weights.w13.stride(0), weights.w13.stride(1), se, sn,
         W_SCALE=mode, SPLIT_K=split, ACTIVATION=ACTIVATIONS[activation], HAS_BIAS=weights.w13_bias is not None,
         BLOCK_N=gu.block_n, BLOCK_K=gu.block_k,
         num_warps=gu.num_warps, num_stages=gu.num_stages if gu.swap_ab else 1, **gemv_gate_up, **gu.register_cap(),
@@ -86,19 +82,6 @@ def _preload(config: RouteDirectConfig, inter: int) -> dict:
     """The GEMV down's PRELOAD: config.down_preload clamped to its K steps; none without PDL."""
     steps = min(config.down_preload, cdiv(inter, config.down.block_k))
     return dict(PRELOAD=steps) if config.pdl and steps > 1 else {}
-
-
-def _down_prefetch(config: RouteDirectConfig, w2: torch.Tensor, inter: int) -> tuple[tuple, dict]:
-    """The GEMV gate/up's arguments to prefetch the down weights (``config.down_prefetch``):
-    (down_w_ptr, down_expert_bytes, prefetch_chunk) and the constexprs.  Each of a route's
-    programs takes an equal share of its expert's bytes, in whole L2 lines."""
-    if not config.down_prefetch:
-        return (w2, 0, 0), {}
-    gu = config.gate_up
-    expert_bytes = w2[0].numel() * w2.element_size()  # w2 is contiguous (ExpertWeights)
-    lines = cdiv(cdiv(expert_bytes, cdiv(inter, gu.block_n) * gu.split_k), LINE_BYTES)
-    return (w2, expert_bytes, lines * LINE_BYTES), dict(
-        DOWN_PREFETCH=config.down_prefetch, PREFETCH_LINES=min(triton.next_power_of_2(lines), MAX_LINES))
 
 
 def _plain_launch(kernel, grid: tuple, *args, **kwargs) -> None:

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Thirty-second session, call 1: the down's weights prefetched into L2 by the GEMV gate/up
-# (RouteDirectConfig.down_prefetch, new) and the down's preload (thirty-first session, untimed).
+# Thirty-second session, call 1 (as run at cfebf11; the down_prefetch move and its variants were
+# removed after it, so this script no longer runs as it stands): the down's weights prefetched into
+# L2 by the GEMV gate/up (RouteDirectConfig.down_prefetch, new) and the down's preload (thirty-first
+# session, untimed).
 #  1. GPU tests: both moves bitwise their plain runs, every format.
 #  2. Timelines (scripts/decode_timeline.py) of six M=1 cases under down_prefetch 1 / 2 and
 #     down_preload 4 against the case's tuned config (graph us a call, and where the time goes).
