@@ -4,8 +4,8 @@ Every kernel takes the ids through two strides, so a non-contiguous ``topk_ids``
 in place: route ``r`` lives at ``(r // top_k) * stride_t + (r % top_k) * stride_j``.
 A route is held here iff ``expert_lo <= id`` and ``id - expert_lo < num_local``; ids are
 compared as loaded (int32 or int64) before the subtraction, so an out-of-range id can never
-wrap into the window, and the window's end is never summed, so it may pass 2^31 - 1.  Every load, store and histogram is masked: no id value can cause an
-out-of-bounds access.
+wrap into the window, and the window's end is never summed, so it may pass 2^31 - 1.  Every
+load, store and histogram is masked: no id value can cause an out-of-bounds access.
 
 Launches (all grids fixed by the shapes, no host sync):
 

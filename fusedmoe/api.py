@@ -11,6 +11,7 @@ The op is registered as ``fusedmoe::fused_moe`` for torch.compile.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from typing import Optional
 
@@ -54,7 +55,8 @@ def describe_dispatch(m: int, top_k: int, weights: ExpertWeights, device: torch.
     cfg = tuned or policy.select_config(path, *shape, device_name(dev), num_sms(dev))
     launches = (route_direct.KERNEL_LAUNCHES if path == "route_direct" else
                 grouped.kernel_launches(m, top_k, weights, cfg, gluon=grouped.uses_gluon(weights, cfg, dev, "silu")))
-    tiles = ", ".join(f"{k}={v}" for k, v in vars(cfg).items() if not isinstance(v, policy.Tile))
+    tiles = ", ".join(f"{f.name}={getattr(cfg, f.name)}" for f in dataclasses.fields(cfg)
+                      if not isinstance(getattr(cfg, f.name), policy.Tile))
     for name in ("gate_up", "down"):
         t = getattr(cfg, name)
         tiles += (", " if tiles else "") + f"{name}=n{t.block_n}/k{t.block_k}/w{t.num_warps}/s{t.num_stages}" + \

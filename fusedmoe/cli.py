@@ -82,10 +82,13 @@ def _add_shape_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--ep", type=int, default=1, help="expert-parallel ranks: this rank holds E/ep experts")
 
 
+def _tokens(args: argparse.Namespace, default: list[int]) -> list[int]:
+    """--tokens as given (an empty list is refused), else ``default``."""
+    return _ints("--tokens", args.tokens) if args.tokens is not None else default
+
+
 def _device_tokens(args: argparse.Namespace, device) -> list[int]:
-    if args.tokens is not None:
-        return _ints("--tokens", args.tokens)
-    return list(GPU_TOKENS if device.type == "cuda" else CPU_TOKENS)
+    return _tokens(args, list(GPU_TOKENS if device.type == "cuda" else CPU_TOKENS))
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -147,7 +150,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     from . import api
 
     formats = _choices("--formats", args.formats, FORMATS)
-    tokens = _ints("--tokens", args.tokens) if args.tokens is not None else list(GPU_TOKENS)
+    tokens = _tokens(args, list(GPU_TOKENS))
     for shape in shapes:
         print(f"\n{shape.describe()}")
         weights = {f: _meta_weights(shape, f) for f in formats}
@@ -168,7 +171,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     cpu = device.type != "cuda"
     shape = PRESETS["qwen3_30b_a3b"]
     formats = _choices("--formats", args.formats, FORMATS)
-    tokens = _ints("--tokens", args.tokens) if args.tokens is not None else ([1, 2] if cpu else [1, 8, 64, 512, 4096])
+    tokens = _tokens(args, [1, 2] if cpu else [1, 8, 64, 512, 4096])
     print(f"fused_moe on {shape.describe()}, {'CPU' if cpu else 'GPU'}: {device}")
     if cpu:
         print(CPU_NOTE)

@@ -276,15 +276,12 @@ def _check_block_m(block_m: object) -> int:
 def _check_args(topk_ids, num_experts, block_m, expert_offset, num_local_experts, no_permute):
     """Validate the arguments of build_plan / reference_plan; return (R, E_local, P, NB)."""
     check_tensor("topk_ids", topk_ids, dtypes=ID_DTYPES, ndim=2)
-    check_int("num_experts", num_experts, lo=1, hi=INT64_MAX)  # global ids: the plan holds local ones
+    check_int("num_experts", num_experts, lo=1, hi=INT64_MAX)  # global ids (the window lies inside): the plan holds local ones
     _check_block_m(block_m)
     check_int("expert_offset", expert_offset, lo=0, hi=num_experts - 1)
     if num_local_experts is None:
         num_local_experts = num_experts - expert_offset
     check_int("num_local_experts", num_local_experts, lo=1, hi=min(MAX_EXPERTS, num_experts - expert_offset))
-    if expert_offset + num_local_experts > INT64_MAX:  # kernels take the offset as an int64 scalar
-        raise ValueError(f"expert_offset: the local window [{expert_offset}, {expert_offset + num_local_experts}) "
-                         f"must end at most at {INT64_MAX} (expert ids are int32 or int64)")
     if not isinstance(no_permute, bool):
         raise TypeError(f"no_permute: expected a bool, got {type(no_permute).__name__}")
     num_routes = topk_ids.numel()
