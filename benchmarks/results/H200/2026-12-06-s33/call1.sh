@@ -9,10 +9,10 @@ R=/tmp/r1; LIMIT=585; . scripts/call_setup.sh
 S=benchmarks/results/H200/2026-12-06-s33
 P=$S/early_combine.patch
 G="--routes 8,64,256,512,1024,2048 --experts 8,64,128,256,512"
-for v in auto ticket; do timeout 150 python -m fusedmoe.bench.plan $G --path $v > $R/compile_plan_$v.log 2>&1 & done
+for v in auto ticket; do timeout 150 python -m fusedmoe.bench.plan $G --path $v > $R/compile_plan_$v.log 2>&1 & PIDS="${PIDS:-} $!"; done
 timeout 140 python -m pytest -q -x tests/test_fused_moe.py -k "compile_with_grad or shared_output or biases or split_k_adds or pdl_equals or route_direct_tensor_core_down" > $R/tests.log 2>&1
 step "tests rc $?"
-wait  # the plan compiles (and their throw-away timings) end before anything is timed
+wait $PIDS  # not the watchdog: the plan compiles (and their throw-away timings) end before anything is timed
 B="python -m fusedmoe bench --routing softmax --paths auto --formats bf16,fp8_tensor,fp8_block --shape peers --replays 10"
 run_variant() {  # name timeout tokens [--no-check]
   timeout $2 $B $4 --tokens $3 --out $R/$1 > $R/$1.log 2>&1; step "$1 rc $?"

@@ -8,7 +8,7 @@ P=$S/early_combine.patch
 G="--routes 8,64,256,512,1024,2048 --experts 8,64,128,256,512"
 V="ticket:128:4 ticket:256:8 ticket:256:16 ticket:64:8"
 args() { local rest=${1#*:}; echo "--path ticket --chunk ${rest%%:*} --warps ${rest##*:}"; }
-for v in $V; do timeout 240 python -m fusedmoe.bench.plan $G $(args $v) > $R/compile_${v//:/_}.log 2>&1 & done; wait
+for v in $V; do timeout 240 python -m fusedmoe.bench.plan $G $(args $v) > $R/compile_${v//:/_}.log 2>&1 & PIDS="${PIDS:-} $!"; done; wait $PIDS
 step "compiled"
 for v in $V; do timeout 45 python -m fusedmoe.bench.plan $G $(args $v) --out $R/plan_${v//:/_} > $R/plan_${v//:/_}.log 2>&1; step "plan $v rc $?"; done
 timeout 90 python scripts/plan_ticket_probe.py --out $R/probe > $R/probe.log 2>&1; step "probe rc $?"
