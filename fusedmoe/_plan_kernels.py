@@ -233,9 +233,9 @@ def _plan_ticket_kernel(
     histogram over E_BINS; then takes a ticket (an acq_rel atomic add on ticket_ptr, zero
     before the launch).  The program holding ticket programs - 1 sees every other program's
     writes: counts = table summed over chunks, pstart = excl_cumsum(roundup(counts, BLOCK_M)),
-    table[c, e] := pstart[e] + routes of e in chunks before c; route r of chunk c on expert e
-    goes to table[c, e] + rank[r].  It writes counts and num_blocks, and sets the ticket back
-    to 0 (a graph replays the launch with the same counter).  Every slot a route does not take
+    base[c, e] = pstart[e] + routes of e in chunks before c (in registers); route r of chunk c
+    on expert e goes to base[c, e] + rank[r].  It writes counts and num_blocks, and sets the
+    ticket back to 0, so a counter may serve the next launch.  Every slot a route does not take
     keeps its -1.  table [CHUNKS, E_BINS] and rank [R] are scratch, no initial value.
     """
     pdl_enter(PDL)
@@ -249,6 +249,9 @@ def _plan_ticket_kernel(
     i = tl.arange(0, CHUNK)
     rc = c * CHUNK + i
     held_c, local_c = _load_ids(ids_ptr, rc, rc < num_routes, top_k, stride_t, stride_j, expert_lo, num_local)
+    # every route, for the last program (in flight while this one ranks its chunk)
+    r = tl.arange(0, R_PAD)
+    held, local = _load_ids(ids_ptr, r, r < num_routes, top_k, stride_t, stride_j, expert_lo, num_local)
     key = tl.where(held_c, local_c, -1)
     rank = tl.sum(((key[:, None] == key[None, :]) & (i[None, :] < i[:, None])).to(tl.int32), axis=1)
     tl.store(rank_ptr + rc, rank, mask=held_c)
@@ -260,20 +263,17 @@ def _plan_ticket_kernel(
     if ticket == progs - 1:
         tl.debug_barrier()
         cc = tl.arange(0, CHUNKS)
-        rows = table_ptr + cc[:, None] * E_BINS + e[None, :]
-        live = (cc < progs)[:, None]
-        table = tl.load(rows, mask=live, other=0, cache_modifier=".cg")
+        table = tl.load(table_ptr + cc[:, None] * E_BINS + e[None, :], mask=(cc < progs)[:, None], other=0,
+                        cache_modifier=".cg")
+        route_rank = tl.load(rank_ptr + r, mask=held, other=0, cache_modifier=".cg")
         counts = tl.sum(table, axis=0)
         padded = (counts + (BLOCK_M - 1)) // BLOCK_M * BLOCK_M
         pstart = tl.cumsum(padded, 0) - padded
         tl.store(counts_ptr + e, counts, mask=e < num_local)
         tl.store(num_blocks_ptr, tl.sum(padded, 0) // BLOCK_M)
-        tl.store(rows, pstart[None, :] + tl.cumsum(table, axis=0) - table, mask=live)
-        tl.debug_barrier()  # the bases above, before any thread reads them back
-        r = tl.arange(0, R_PAD)
-        held, local = _load_ids(ids_ptr, r, r < num_routes, top_k, stride_t, stride_j, expert_lo, num_local)
-        base = tl.load(table_ptr + (r // CHUNK) * E_BINS + local, mask=held, other=0, cache_modifier=".cg")
-        dest = base + tl.load(rank_ptr + r, mask=held, other=0, cache_modifier=".cg")
+        # base[c, e] = pstart[e] + routes of e in chunks before c, gathered per route in registers
+        base = tl.reshape(pstart[None, :] + tl.cumsum(table, axis=0) - table, [CHUNKS * E_BINS])
+        dest = tl.gather(base, tl.where(held, (r // CHUNK) * E_BINS + local, 0), 0) + route_rank
         tl.store(sorted_ptr + dest, r, mask=held)
         tl.store(block_expert_ptr + dest // BLOCK_M, local, mask=held)
         tl.store(ticket_ptr, 0)
