@@ -3,8 +3,8 @@
 # the down loads the combine's inputs before its PDL wait, gate/up its scale and bias before its
 # K loop).  GPU tests of the changed kernels (shared_output, biases, PDL) and of torch.compile with
 # a config; the decode bench (60 cases, M 1..8) with the change and without it in turn (new,
-# base, base, new), once more with the accuracy check; then the ticket plan against auto over
-# routes x experts (compiled in parallel first).
+# base, base, new); the ticket plan against auto over routes x experts (compiled in parallel
+# first); the decode bench once more with the accuracy check.
 R=/tmp/r1; LIMIT=585; . scripts/call_setup.sh
 S=benchmarks/results/H200/2026-12-06-s33
 P=$S/early_combine.patch
