@@ -11,7 +11,6 @@ Launches (all grids fixed by the shapes, no host sync):
 
 * ``_plan_single_kernel``       grid (1,)                          blocked, R <= 2048, E_local <= 2048
 * ``_plan_recount_kernel``      grid (cdiv(R, CHUNK),)             blocked, R <= 2048, E_local <= 2048
-* ``_plan_ticket_kernel``       grid (cdiv(R, CHUNK),)             blocked, R <= 2048, CHUNKS x E_BINS <= 8192
 * ``_plan_tile_count_kernel``   grid (cdiv(E_local, E_TILE),)      blocked, tiled path, launch 1
 * ``_plan_tile_scatter_kernel`` grid (cdiv(E_local, E_TILE),)      blocked, tiled path, launch 2
 * ``_plan_count_kernel``        grid (num_chunks,)                 blocked, parallel path, step 1
@@ -214,69 +213,6 @@ def _plan_recount_kernel(
     share = tl.cdiv(num_blocks_cap - live_blocks, progs)
     _fill_minus_one(block_expert_ptr, live_blocks + c * share,
                     tl.minimum(live_blocks + (c + 1) * share, num_blocks_cap), FILL)
-
-
-@triton.jit
-def _plan_ticket_kernel(
-    ids_ptr, stride_t, stride_j, top_k, num_routes, expert_lo, num_local,
-    sorted_ptr, num_padded_cap, block_expert_ptr, num_blocks_cap, num_blocks_ptr, counts_ptr,
-    table_ptr, rank_ptr, ticket_ptr,
-    BLOCK_M: tl.constexpr, CHUNK: tl.constexpr, CHUNKS: tl.constexpr, R_PAD: tl.constexpr,
-    E_BINS: tl.constexpr, FILL: tl.constexpr, PDL: tl.constexpr = False,
-):
-    """Whole blocked plan in one launch of cdiv(R, CHUNK) programs (at most CHUNKS, R <= R_PAD):
-    each program c ranks its own chunk of routes, and the last program to finish lays out the
-    plan for all of them.  No program waits for another.
-
-    Program c: fills its share of sorted_routes and block_expert with -1; rank[r] = #{earlier
-    routes of the chunk on r's expert} (a [CHUNK, CHUNK] comparison); table[c, :] = the chunk's
-    histogram over E_BINS; then takes a ticket (an acq_rel atomic add on ticket_ptr, zero
-    before the launch).  The program holding ticket programs - 1 sees every other program's
-    writes: counts = table summed over chunks, pstart = excl_cumsum(roundup(counts, BLOCK_M)),
-    base[c, e] = pstart[e] + routes of e in chunks before c (in registers); route r of chunk c
-    on expert e goes to base[c, e] + rank[r].  It writes counts and num_blocks, and sets the
-    ticket back to 0, so a counter may serve the next launch.  Every slot a route does not take
-    keeps its -1.  table [CHUNKS, E_BINS] and rank [R] are scratch, no initial value.
-    """
-    pdl_enter(PDL)
-    c = tl.program_id(0)
-    progs = tl.num_programs(0)
-    share = tl.cdiv(num_padded_cap, progs)
-    _fill_minus_one(sorted_ptr, c * share, tl.minimum((c + 1) * share, num_padded_cap), FILL)
-    share = tl.cdiv(num_blocks_cap, progs)
-    _fill_minus_one(block_expert_ptr, c * share, tl.minimum((c + 1) * share, num_blocks_cap), FILL)
-
-    i = tl.arange(0, CHUNK)
-    rc = c * CHUNK + i
-    held_c, local_c = _load_ids(ids_ptr, rc, rc < num_routes, top_k, stride_t, stride_j, expert_lo, num_local)
-    # every route, for the last program (in flight while this one ranks its chunk)
-    r = tl.arange(0, R_PAD)
-    held, local = _load_ids(ids_ptr, r, r < num_routes, top_k, stride_t, stride_j, expert_lo, num_local)
-    key = tl.where(held_c, local_c, -1)
-    rank = tl.sum(((key[:, None] == key[None, :]) & (i[None, :] < i[:, None])).to(tl.int32), axis=1)
-    tl.store(rank_ptr + rc, rank, mask=held_c)
-    e = tl.arange(0, E_BINS)
-    tl.store(table_ptr + c * E_BINS + e, tl.histogram(local_c, E_BINS, mask=held_c))
-    # every thread's stores above precede the ticket (the barrier, then the release)
-    tl.debug_barrier()
-    ticket = tl.atomic_add(ticket_ptr, 1, sem="acq_rel", scope="gpu")
-    if ticket == progs - 1:
-        tl.debug_barrier()
-        cc = tl.arange(0, CHUNKS)
-        table = tl.load(table_ptr + cc[:, None] * E_BINS + e[None, :], mask=(cc < progs)[:, None], other=0,
-                        cache_modifier=".cg")
-        route_rank = tl.load(rank_ptr + r, mask=held, other=0, cache_modifier=".cg")
-        counts = tl.sum(table, axis=0)
-        padded = (counts + (BLOCK_M - 1)) // BLOCK_M * BLOCK_M
-        pstart = tl.cumsum(padded, 0) - padded
-        tl.store(counts_ptr + e, counts, mask=e < num_local)
-        tl.store(num_blocks_ptr, tl.sum(padded, 0) // BLOCK_M)
-        # base[c, e] = pstart[e] + routes of e in chunks before c, gathered per route in registers
-        base = tl.reshape(pstart[None, :] + tl.cumsum(table, axis=0) - table, [CHUNKS * E_BINS])
-        dest = tl.gather(base, tl.where(held, (r // CHUNK) * E_BINS + local, 0), 0) + route_rank
-        tl.store(sorted_ptr + dest, r, mask=held)
-        tl.store(block_expert_ptr + dest // BLOCK_M, local, mask=held)
-        tl.store(ticket_ptr, 0)
 
 
 @triton.jit

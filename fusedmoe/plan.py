@@ -59,8 +59,13 @@ takes 1.4-3.0 us up to 2048 routes x 8 experts, 1.7-3.7 x 64, 1.8-3.4 x 128, 1.9
 1.9-5.6 x 512, 2.1-5.2 x 1024 and 2.5-5.2 x 2048 experts.  The issue's 3 us holds to 512 routes
 x 1024 experts, 1024 x 128 and 2048 x 8, not beyond (5.6 us at 2048 x 512, 3.5-3.7 at 1024 x
 256 and x 512).  Tried and dropped before: a
-sort-free rank through a count table in memory (6-47 us) and a compare kernel with no sort for
-<= 64 routes (2.5-6.0 us).
+sort-free rank through a count table in memory (6-47 us), a compare kernel with no sort for
+<= 64 routes (2.5-6.0 us), and a "ticket" launch (thirty-third session, on an H100 against auto
+there: each program of 128 routes ranks its chunk and writes its histogram, the last to take a
+ticket from a zeroed counter lays out the plan) at 3.4-11.6 us against auto's 1.4-5.2 (3.4 against
+1.4 at 8 routes, one program: what it adds there is the counter's fill, one more graph node, and
+the atomic; 7.5-11.6 at 2048 routes, where one program builds the whole table and scatters
+every route) (``benchmarks/results/H200/2026-12-06-s33/``).
 """
 
 from __future__ import annotations
@@ -147,12 +152,6 @@ TILED_MAX_WORK = 8192
 TILED_WARPS = 4
 PAR_MIN_CHUNK = 256
 PAR_MAX_CHUNK = 2048
-# The ticket launch (``_plan_ticket_kernel``): programs of TICKET_CHUNK routes; its last program
-# holds the [chunks, experts] table in registers, at most TICKET_MAX_TABLE entries.
-TICKET_CHUNK = 128
-TICKET_MAX_ROUTES = 2048
-TICKET_MAX_TABLE = 8192
-TICKET_WARPS = 8
 
 
 @dataclass(frozen=True)
@@ -228,17 +227,6 @@ def _width(n: int) -> int:
     return max(next_pow2(n), 16)
 
 
-def _ticket_chunks(num_routes: int, chunk: int) -> int:
-    """Programs of the ticket launch as a power of two (its table's rows): cdiv(R, chunk)."""
-    return next_pow2(-(-num_routes // chunk))
-
-
-def _ticket(num_routes: int, num_local_experts: int, chunk: int = TICKET_CHUNK) -> bool:
-    """Whether the ticket launch can build this plan in programs of ``chunk`` routes."""
-    return (num_routes <= TICKET_MAX_ROUTES
-            and _ticket_chunks(num_routes, chunk) * _width(num_local_experts) <= TICKET_MAX_TABLE)
-
-
 def _auto_blocked(num_routes: int, num_local_experts: int) -> tuple[str, int | None]:
     """The kernel path ("single" | "recount" | "tiled" | "parallel") and warps (None: the path's
     own rule) "auto" takes for a blocked plan (the measurements are above SINGLE_AUTO_MAX_ROUTES)."""
@@ -263,19 +251,16 @@ def _auto_chunk(num_routes: int) -> int:
     return min(PAR_MAX_CHUNK, max(PAR_MIN_CHUNK, next_pow2(-(-num_routes // SCAN_MAX_CHUNKS))))
 
 
-def _check_forced_path(path: str, num_routes: int, num_local_experts: int, chunk: int | None = None) -> None:
+def _check_forced_path(path: str, num_routes: int, num_local_experts: int) -> None:
     """Raise ValueError naming ``path`` when it is unknown or its kernel cannot take the plan."""
     from ._plan_kernels import SINGLE_MAX_ROUTES
-    if path not in ("auto", "single", "recount", "tiled", "parallel", "ticket"):
-        raise ValueError(f"path: expected 'auto', 'single', 'recount', 'tiled', 'parallel' or 'ticket', got {path!r}")
+    if path not in ("auto", "single", "recount", "tiled", "parallel"):
+        raise ValueError(f"path: expected 'auto', 'single', 'recount', 'tiled' or 'parallel', got {path!r}")
     if path == "single" and not _single_program(num_routes, num_local_experts):
         raise ValueError(f"path: 'single' needs R <= 2048 and E_local <= 2048, got {num_routes}, {num_local_experts}")
     if path == "recount" and not (num_routes <= SINGLE_MAX_ROUTES and num_local_experts <= RECOUNT_MAX_EXPERTS):
         raise ValueError(f"path: 'recount' needs R <= {SINGLE_MAX_ROUTES} and E_local <= {RECOUNT_MAX_EXPERTS}, "
                          f"got {num_routes}, {num_local_experts}")
-    if path == "ticket" and not _ticket(num_routes, num_local_experts, min(chunk or TICKET_CHUNK, _width(num_routes))):
-        raise ValueError(f"path: 'ticket' needs R <= {TICKET_MAX_ROUTES} and cdiv(R, chunk) (a power of two) x "
-                         f"E_local (a power of two) <= {TICKET_MAX_TABLE}, got {num_routes}, {num_local_experts}")
     if path == "tiled" and not _tiled(num_routes, num_local_experts):
         raise ValueError(f"path: 'tiled' needs R <= {TILED_MAX_ROUTES} and E_local <= {TILED_MAX_EXPERTS}, "
                          f"got {num_routes}, {num_local_experts}")
@@ -358,7 +343,7 @@ def _build(
     num_routes, num_local, padded, blocks = _check_args(
         topk_ids, num_experts, block_m, expert_offset, num_local_experts, no_permute
     )
-    _check_forced_path(path, num_routes, num_local, chunk)
+    _check_forced_path(path, num_routes, num_local)
     if not runs_triton(topk_ids):
         return reference_plan(
             topk_ids, num_experts, block_m, expert_offset=expert_offset,
@@ -402,10 +387,6 @@ def _build(
             _launch_recount(K, common, num_routes, num_local, block_m, padded, blocks, sorted_routes,
                             block_expert, num_blocks, counts, chunk or _recount_chunk(), warps or RECOUNT_WARPS,
                             _recount_in_memory(num_local) if count_in_memory is None else count_in_memory, pdl)
-        elif path == "ticket":
-            _launch_ticket(K, common, num_routes, num_local, block_m, padded, blocks, sorted_routes, block_expert,
-                           num_blocks, counts, min(chunk or TICKET_CHUNK, _width(num_routes)), warps or TICKET_WARPS,
-                           pdl)
         elif path == "single":
             r_pad = _width(num_routes)
             off = _empty(num_local, device)
@@ -444,27 +425,6 @@ def _launch_recount(K, common, num_routes, num_local, block_m, padded, blocks, s
         BLOCK_M=block_m, R_PAD=r_pad, CHUNK=chunk,
         E_BINS=e_bins, PAD_TILE=min(block_m, 64), FILL=FILL, COUNT_IN_MEMORY=in_memory, num_warps=num_warps,
         **pdl)
-
-
-def _ticket_counter(device: torch.device) -> torch.Tensor:
-    """The ticket launch's counter, [1] int32, zero (a fill of its own per call)."""
-    return torch.zeros(1, dtype=torch.int32, device=device)
-
-
-def _launch_ticket(K, common, num_routes, num_local, block_m, padded, blocks, sorted_routes, block_expert,
-                   num_blocks, counts, chunk, num_warps, pdl):
-    """One launch of cdiv(R, chunk) programs; the last to take a ticket lays out the plan.  Its
-    scratch: the [chunks, E_bins] table, a rank per route, and the ticket counter
-    (``_ticket_counter``; the kernel's last program leaves it at zero again)."""
-    device = sorted_routes.device
-    chunks = _ticket_chunks(num_routes, chunk)
-    e_bins = _width(num_local)
-    ticket = _ticket_counter(device)
-    launch(K._plan_ticket_kernel, (-(-num_routes // chunk),),
-        *common, sorted_routes, padded, block_expert, blocks, num_blocks, counts,
-        _empty(chunks * e_bins, device), _empty(num_routes, device), ticket,
-        BLOCK_M=block_m, CHUNK=chunk, CHUNKS=chunks, R_PAD=_width(num_routes), E_BINS=e_bins, FILL=FILL,
-        num_warps=num_warps, **pdl)
 
 
 def _launch_tiled(K, common, num_routes, block_m, padded, blocks, sorted_routes, block_expert,

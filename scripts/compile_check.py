@@ -26,8 +26,8 @@ from triton.compiler import ASTSource
 
 from fusedmoe._epilogue_kernels import _combine_kernel, _quantize_rows_kernel, _quantize_whole_rows_kernel, _swiglu_kernel
 from fusedmoe._routing_kernels import _route_kernel
-from fusedmoe._plan_kernels import (_plan_recount_kernel, _plan_single_kernel, _plan_ticket_kernel,
-                                    _plan_tile_count_kernel, _plan_tile_scatter_kernel)
+from fusedmoe._plan_kernels import (_plan_recount_kernel, _plan_single_kernel, _plan_tile_count_kernel,
+                                    _plan_tile_scatter_kernel)
 from fusedmoe.paths._grouped_kernels import gather_plan_rows_kernel, grouped_down_kernel, grouped_gate_up_kernel
 from fusedmoe.paths._grouped_gluon_kernels import K_STEP, tile_layout
 from fusedmoe.paths._route_direct_kernels import (route_down_kernel, route_down_mma_kernel, route_gate_up_kernel,
@@ -255,12 +255,6 @@ CASES = [
        warps, False)
       for e, chunk, warps, mem in ((512, 32, 4, True), (2048, 32, 4, True), (512, 64, 8, True), (512, 128, 4, True),
                                    (512, 32, 4, False))],
-    *[(f"plan ticket R{r} E{e} chunk{chunk} {warps} warps", _plan_ticket_kernel, dict(
-        ids_ptr="*i32", sorted_ptr="*i32", block_expert_ptr="*i32", num_blocks_ptr="*i32", counts_ptr="*i32",
-        table_ptr="*i32", rank_ptr="*i32", ticket_ptr="*i32"),
-       dict(BLOCK_M=16, CHUNK=chunk, CHUNKS=max(1, r // chunk), R_PAD=r, E_BINS=e, FILL=1024, PDL=True), warps, False)
-      for r, e, chunk, warps in ((2048, 512, 128, 8), (2048, 64, 128, 8), (1024, 512, 128, 8), (2048, 512, 128, 4),
-                                 (2048, 256, 64, 8), (64, 2048, 64, 8))],
     *[(f"plan tiled count R{r} E_TILE{et}", _plan_tile_count_kernel, dict(ids_ptr="*i32", counts_ptr="*i32"),
        dict(E_TILE=et, R_PAD=r, PDL=True), 4, False) for r, et in ((2048, 2), (2048, 4), (1024, 8), (64, 1))],
     *[(f"plan tiled scatter R{r} E_TILE{et} E{e} block_m {bm}", _plan_tile_scatter_kernel, dict(

@@ -183,7 +183,7 @@ def test_parallel_chunk_rule():
     assert [plan_mod._auto_chunk(r) for r in (1, 256, 65536, 65537, 262144, 10**7)] == [256, 256, 256, 512, 1024, 2048]
 
 
-@pytest.mark.parametrize("path", ["single", "recount", "tiled", "parallel", "ticket"])
+@pytest.mark.parametrize("path", ["single", "recount", "tiled", "parallel"])
 def test_forced_paths_equal_the_reference(path):
     # the same ids (512, 520 and 768 routes over 300 experts) through each forced kernel (the
     # tiled one in 8-expert tiles: its auto tile, 2, runs 150 programs, slow in the interpreter)
@@ -215,12 +215,6 @@ def test_forced_path_errors():
         plan_mod._build(ids, 4, 16, path="tiled")  # 2049 routes
     with pytest.raises(ValueError, match="path: 'tiled' needs"):
         plan_mod._build(ids[:4], 2049, 16, path="tiled")  # 2049 experts
-    with pytest.raises(ValueError, match="path: 'ticket' needs"):
-        plan_mod._build(ids, 4, 16, path="ticket")  # 2049 routes
-    with pytest.raises(ValueError, match="path: 'ticket' needs"):
-        plan_mod._build(ids[:2048], 1024, 16, path="ticket")  # a table of 16 chunks x 1024 experts
-    with pytest.raises(ValueError, match="path: 'ticket' needs"):
-        plan_mod._build(ids[:512], 512, 16, path="ticket", chunk=16)  # 32 chunks x 512 experts
 
 
 # ---------------------------------------------------------------------------------------------
@@ -302,7 +296,7 @@ def test_parallel_scan_many_chunks(monkeypatch):
 # routing patterns
 
 
-@pytest.mark.parametrize("path", ["single", "recount", "tiled", "parallel", "ticket"])
+@pytest.mark.parametrize("path", ["single", "recount", "tiled", "parallel"])
 @pytest.mark.parametrize("expert", [0, 32])
 def test_skewed_all_on_one_expert(path, expert):
     # every route on one expert (first or last): one long segment, every other count 0
@@ -311,7 +305,7 @@ def test_skewed_all_on_one_expert(path, expert):
     assert int(p.num_blocks.item()) == 7
 
 
-@pytest.mark.parametrize("path", ["single", "recount", "tiled", "parallel", "ticket"])
+@pytest.mark.parametrize("path", ["single", "recount", "tiled", "parallel"])
 def test_all_dropped(path):
     # every id is -1: no held route, num_blocks 0, buffers all -1
     ids = torch.full((9, 4), -1, dtype=torch.int64, device=_dev())
@@ -320,7 +314,7 @@ def test_all_dropped(path):
     _check(ids, 8, 16, no_permute=True)
 
 
-@pytest.mark.parametrize("path", ["single", "recount", "tiled", "parallel", "ticket", "no_permute"])
+@pytest.mark.parametrize("path", ["single", "recount", "tiled", "parallel", "no_permute"])
 @pytest.mark.parametrize(
     "e, offset, local",
     [
@@ -340,7 +334,7 @@ def test_expert_parallel_window(path, e, offset, local):
     assert p.expert_counts.numel() == (e - offset if local is None else local)
 
 
-@pytest.mark.parametrize("path", ["single", "recount", "tiled", "parallel", "ticket", "no_permute"])
+@pytest.mark.parametrize("path", ["single", "recount", "tiled", "parallel", "no_permute"])
 @pytest.mark.parametrize("dtype,offset", [
     (torch.int32, 2**31 - 5),  # the window [offset, offset + 8) straddles 2^31
     (torch.int64, 2**31 - 5),
@@ -360,7 +354,7 @@ def test_window_past_int32(path, dtype, offset):
     assert int(p.expert_counts.sum()) == int(((flat >= offset) & (flat < offset + 8)).sum()) > 0
 
 
-@pytest.mark.parametrize("path", ["single", "recount", "tiled", "parallel", "ticket", "no_permute"])
+@pytest.mark.parametrize("path", ["single", "recount", "tiled", "parallel", "no_permute"])
 def test_out_of_range_ids_are_masked(path):
     # ids outside [-1, E) break the contract but must only be "not held", never an illegal access
     ids = _ids(20, 4, 16, dtype=torch.int64)
@@ -371,7 +365,7 @@ def test_out_of_range_ids_are_masked(path):
     assert int(p.expert_counts.sum()) == int(((ids >= 0) & (ids < 16)).sum())
 
 
-@pytest.mark.parametrize("path", ["single", "recount", "tiled", "parallel", "ticket", "no_permute"])
+@pytest.mark.parametrize("path", ["single", "recount", "tiled", "parallel", "no_permute"])
 def test_non_contiguous_ids(path):
     # ids read through their strides: a transposed view and a column-strided slice
     base = _ids(8, 12, 40)
@@ -413,7 +407,6 @@ class _LaunchCounter:
         (129, 8, 256, "auto", 2),  # R = 1032 x 256 experts: tiled
         (256, 8, 64, "single", 1),  # R = 2048: the one program's largest plan (forced)
         (256, 8, 64, "recount", 1),  # and the recount launch's (forced)
-        (256, 8, 512, "ticket", 1),  # R = 2048 x 512 experts: the ticket launch's largest table (forced)
         (2049, 1, 64, "auto", 3),  # R = 2049: parallel
         (2, 8, 2048, "auto", 1),  # E = 2048: the recount launch
         (2, 8, 2048, "tiled", 2),  # (forced: tiled, 8 experts per program)
@@ -462,7 +455,7 @@ def test_parallel_256k():
 # buffers are written in full: poisoned allocations must not leak into the result
 
 
-@pytest.mark.parametrize("path", ["single", "recount", "tiled", "parallel", "ticket", "no_permute"])
+@pytest.mark.parametrize("path", ["single", "recount", "tiled", "parallel", "no_permute"])
 def test_poisoned_buffers(monkeypatch, path):
     real_empty = plan_mod._empty
 
@@ -551,7 +544,7 @@ def test_bad_size_arguments():
     local_frac=st.none() | st.floats(0, 1),
     drop=st.sampled_from([0.0, 0.1, 0.5, 1.0]),
     int64=st.booleans(),
-    mode=st.sampled_from(["single", "recount", "tiled", "parallel", "ticket", "no_permute"]),
+    mode=st.sampled_from(["single", "recount", "tiled", "parallel", "no_permute"]),
     log_chunk=st.integers(4, 6),
     seed=st.integers(0, 2**31 - 1),
 )
@@ -561,13 +554,10 @@ def test_property(m, k, e, log_bm, offset_frac, local_frac, drop, int64, mode, l
     local = None if local_frac is None else max(1, round(local_frac * (e - offset)))
     ids = _ids(m, k, e, dtype=torch.int64 if int64 else torch.int32, drop=drop)
     kw = dict(expert_offset=offset, num_local_experts=local)
-    chunk = 2**log_chunk
-    if mode == "ticket" and not plan_mod._ticket(ids.numel(), e - offset if local is None else local, chunk):
-        chunk = plan_mod.TICKET_CHUNK  # narrow chunks over many experts overflow its table: refused
     if mode == "no_permute":
         p = _check(ids, e, 2**log_bm, no_permute=True, **kw)
     else:
-        p = _check(ids, e, 2**log_bm, path=mode, chunk=chunk, e_tile=16, **kw)
+        p = _check(ids, e, 2**log_bm, path=mode, chunk=2**log_chunk, e_tile=16, **kw)
     _check_invariants(p, ids, offset, e - offset if local is None else local)
 
 
@@ -592,21 +582,3 @@ def test_cuda_graph_replay(m, k, e, no_permute):
         graph.replay()
         torch.cuda.synchronize()
         _assert_equal(p, reference_plan(ids, e, 16, no_permute=no_permute))
-
-
-@pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-@pytest.mark.parametrize("m, k, e", [(256, 8, 512), (129, 8, 64), (3, 8, 256)])
-def test_ticket_cuda_graph_replay(m, k, e):
-    # the ticket launch's counter is zeroed in the graph too: every replay finds one last program
-    ids = _ids(m, k, e)
-    plan_mod._build(ids, e, 16, path="ticket")
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        p = plan_mod._build(ids, e, 16, path="ticket")
-    for trial in range(4):
-        ids.copy_(_ids(m, k, e, drop=0.2) if trial < 3 else torch.zeros_like(ids))
-        graph.replay()
-        torch.cuda.synchronize()
-        _assert_equal(p, reference_plan(ids, e, 16))

@@ -27,13 +27,10 @@ PDL (programmatic dependent launch, sm_90+; ``RouteDirectConfig.pdl``): both ker
 launched so that each may start before its predecessor in the stream has finished.  A
 gate/up program first waits for the predecessor grid (``griddepcontrol.wait``: its writes are
 then visible), then lets the down grid launch.  A down program reads the routing (written
-before gate/up began), the combine's inputs (route weights, per-tensor weight scales, bias,
-``shared_output``: none written by gate/up) and the weight tiles of its first K steps (PRELOAD
-of them: ``RouteDirectConfig.down_preload``), then waits for the gate/up grid before it reads
-act or writes out.  So the down grid's launch and first weight loads overlap the gate/up tail
-instead of following it, and no load of its own follows its last K step; a gate/up program
-likewise loads its epilogue's scale and bias before its K loop.  Without PDL the two
-instructions do nothing.
+before gate/up began) and loads the weight tiles of its first K steps (PRELOAD of them:
+``RouteDirectConfig.down_preload``), then waits for the gate/up grid before it reads act or
+writes out.  So the down grid's launch and first weight loads overlap
+the gate/up tail instead of following it.  Without PDL the two instructions do nothing.
 """
 
 from __future__ import annotations
@@ -125,20 +122,6 @@ def _gate_up_program(R, I, H, SPLIT_K: tl.constexpr, BLOCK_N: tl.constexpr, BLOC
 
 
 @triton.jit
-def _gate_up_epilogue_inputs(ws_ptr, b_ptr, e, w_rows, bias_ok, I, W_SCALE: tl.constexpr, HAS_BIAS: tl.constexpr):
-    """What a gate/up program's epilogue reads besides its sums, loaded before its K loop so that
-    no load follows the loop: (scale, the expert's per-tensor weight scale (W_SCALE 1; else 1);
-    bias [2*BLOCK_N], the rows w_rows of b[e] where bias_ok (HAS_BIAS; else 0))."""
-    scale = 1.0
-    if W_SCALE == 1:
-        scale = tl.load(ws_ptr + e)
-    bias = tl.zeros(w_rows.shape, dtype=tl.float32)
-    if HAS_BIAS:
-        bias = tl.load(b_ptr + e * 2 * I + w_rows, mask=bias_ok, other=0.0).to(tl.float32)
-    return scale, bias
-
-
-@triton.jit
 def route_gate_up_kernel(
         x_ptr, w_ptr, ws_ptr, b_ptr, ids_ptr, act_ptr,
         H, I, R, expert_offset, num_local, TOPK, stride_x, stride_we, stride_wn, stride_wse, stride_wsn,
@@ -163,7 +146,6 @@ def route_gate_up_kernel(
     w_base = w_ptr + e * stride_we + w_rows[:, None] * stride_wn
     x_base = x_ptr + tok * stride_x
     acc = tl.zeros([2 * BLOCK_N], dtype=tl.float32)
-    scale, bias = _gate_up_epilogue_inputs(ws_ptr, b_ptr, e, w_rows, n_ok & (s == 0), I, W_SCALE, HAS_BIAS)
     s_base = ws_ptr + e * stride_wse + (w_rows if W_SCALE == 3 else s_rows)[:, None] * stride_wsn
     for k0 in tl.range(k_lo, k_hi, BLOCK_K, num_stages=STAGES):
         kk = k0 + offs_k
@@ -185,9 +167,9 @@ def route_gate_up_kernel(
                 parts = w.to(tl.float32) * v.to(tl.float32)[None, :]
             acc += _scaled_sums(parts, s_base + g[None, :], s_ok, W_SCALE, BLOCK_K // 128)
     if W_SCALE == 1:
-        acc = acc * scale
+        acc = acc * tl.load(ws_ptr + e)
     if HAS_BIAS:
-        acc += bias
+        acc += tl.load(b_ptr + e * 2 * I + w_rows, mask=n_ok & (s == 0), other=0.0)
     if SPLIT_K == 1:
         gate, up = tl.split(tl.permute(tl.reshape(acc, (2, BLOCK_N)), (1, 0)))
         cols = nt * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -265,7 +247,6 @@ def route_gate_up_mma_kernel(
     x_base = x_ptr + tok[:, None] * stride_x
     w_base = w_ptr + e * stride_we + w_rows[:, None] * stride_wn
     acc = tl.zeros([2 * BLOCK_N, MATES], dtype=tl.float32)
-    scale, bias = _gate_up_epilogue_inputs(ws_ptr, b_ptr, e, w_rows, n_ok & (s == 0), I, W_SCALE, HAS_BIAS)
     for k0 in range(k_lo, k_hi, BLOCK_K):
         kk = k0 + offs_k
         k_ok = kk < k_hi
@@ -282,9 +263,9 @@ def route_gate_up_mma_kernel(
             acc = tl.dot(w.to(xt.dtype), tl.trans(xt), acc)
     acc = tl.trans(acc)
     if W_SCALE == 1:
-        acc = acc * scale
+        acc = acc * tl.load(ws_ptr + e)
     if HAS_BIAS:
-        acc += bias[None, :]
+        acc += tl.load(b_ptr + e * 2 * I + w_rows, mask=n_ok & (s == 0), other=0.0)[None, :]
     rows = tl.where(ok, mates, 0).to(tl.int64)
     if SPLIT_K == 1:
         gate, up = tl.split(tl.permute(tl.reshape(acc, (MATES, 2, BLOCK_N)), (0, 2, 1)))
@@ -325,45 +306,19 @@ def _token_routes(ids_ptr, t, expert_offset, num_local, TOPK: tl.constexpr, COLS
 
 
 @triton.jit
-def _combine_inputs(r, held, e, t, n, n_ok, ws_ptr, b_ptr, tw_ptr, shared_ptr, H, stride_s, W_SCALE: tl.constexpr,
-                    HAS_BIAS: tl.constexpr, HAS_SHARED: tl.constexpr):
-    """What token t's combine at H columns n reads besides the down products, none of it written by
-    gate/up (so a down program loads it before its PDL wait): (factor [KP] = w[r_j] * scale_e_j, or
-    w[r_j] without a per-tensor scale; addend [BLOCK_N] = sum_j w[r_j] * b[e_j, n] (+ shared[t, n])),
-    over held routes."""
-    route_w = tl.load(tw_ptr + r, mask=held, other=0.0).to(tl.float32)
-    factor = route_w
-    if W_SCALE == 1:
-        factor = route_w * tl.load(ws_ptr + e, mask=held, other=0.0)
-    addend = tl.zeros(n.shape, dtype=tl.float32)
-    if HAS_BIAS:
-        bias = tl.load(b_ptr + e[:, None] * H + n[None, :], mask=held[:, None] & n_ok[None, :], other=0.0)
-        addend += tl.sum(bias * route_w[:, None], axis=0)
-    if HAS_SHARED:
-        addend += tl.load(shared_ptr + t.to(tl.int64) * stride_s + n, mask=n_ok, other=0.0).to(tl.float32)
-    return factor, addend
-
-
-@triton.jit
-def _combine_store(y, factor, addend, t, n, n_ok, out_ptr, stride_o, ADDEND: tl.constexpr):
-    """out[t, n] = sum_j factor[j] * y[j, n] (+ addend[n] where ADDEND: a bias or shared_output), for
-    y [KP, BLOCK_N] the token's per-route down products (``_combine_inputs``'s factor and addend):
-    fixed order, no atomics."""
-    total = tl.sum(y * factor[:, None], axis=0)
-    if ADDEND:
-        total += addend
-    tl.store(out_ptr + t.to(tl.int64) * stride_o + n, total.to(out_ptr.dtype.element_ty), mask=n_ok)
-
-
-@triton.jit
 def _combine_token(y, r, held, e, t, n, n_ok, ws_ptr, b_ptr, tw_ptr, shared_ptr, out_ptr, H, stride_s, stride_o,
                    W_SCALE: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_SHARED: tl.constexpr):
     """out[t, n] = sum_j w[r_j] * (scale_e * y[j, n] + b[e_j, n]) (+ shared[t, n]) over held
-    routes, for y [KP, BLOCK_N] the token's per-route down products: ``_combine_inputs`` then
-    ``_combine_store``."""
-    factor, addend = _combine_inputs(r, held, e, t, n, n_ok, ws_ptr, b_ptr, tw_ptr, shared_ptr, H, stride_s,
-                                     W_SCALE, HAS_BIAS, HAS_SHARED)
-    _combine_store(y, factor, addend, t, n, n_ok, out_ptr, stride_o, HAS_BIAS or HAS_SHARED)
+    routes, for y [KP, BLOCK_N] the token's per-route down products: fixed order, no atomics."""
+    if W_SCALE == 1:
+        y = y * tl.load(ws_ptr + e, mask=held, other=0.0)[:, None]
+    if HAS_BIAS:
+        y += tl.load(b_ptr + e[:, None] * H + n[None, :], mask=held[:, None] & n_ok[None, :], other=0.0)
+    route_w = tl.load(tw_ptr + r, mask=held, other=0.0).to(tl.float32)
+    total = tl.sum(y * route_w[:, None], axis=0)
+    if HAS_SHARED:
+        total += tl.load(shared_ptr + t.to(tl.int64) * stride_s + n, mask=n_ok, other=0.0).to(tl.float32)
+    tl.store(out_ptr + t.to(tl.int64) * stride_o + n, total.to(out_ptr.dtype.element_ty), mask=n_ok)
 
 
 @triton.jit
@@ -492,7 +447,7 @@ def route_down_kernel(
     routes; bias b [E, H] if HAS_BIAS.  A program computes TILES consecutive tiles of BLOCK_N
     rows of H for its token, one K step after another (its routes read once).  With PDL the
     weight tiles of its first PRELOAD steps (1..4, at most its steps) are loaded before the wait
-    for gate/up, and with TILES 1 and STAGES 1 the combine's inputs too (``_combine_inputs``).  STAGES: the step loop's pipeline depth.  TRACE: each program's timeline into trace_ptr (``fusedmoe._trace``)."""
+    for gate/up.  STAGES: the step loop's pipeline depth.  TRACE: each program's timeline into trace_ptr (``fusedmoe._trace``)."""
     trace_mark(trace_ptr, 0, TRACE)
     KP: tl.constexpr = triton.next_power_of_2(TOPK)
     pid = tl.program_id(0)
@@ -504,13 +459,6 @@ def route_down_kernel(
     offs_g = tl.arange(0, BLOCK_K // 128) if W_SCALE == 2 else tl.arange(0, 1)
     steps = tl.cdiv(I, BLOCK_K)
     acc = tl.zeros([KP, BLOCK_N], dtype=tl.float32)
-    n = t0 * BLOCK_N + offs_n
-    # The combine's own inputs (none is written by gate/up) are loaded before the wait, so that no
-    # load follows the last step; not across a pipelined loop, where holding them spills.
-    EARLY_COMBINE: tl.constexpr = TILES == 1 and STAGES == 1
-    if EARLY_COMBINE:
-        factor, addend = _combine_inputs(r, held, e, t, n, n < H, ws_ptr, b_ptr, tw_ptr, shared_ptr, H, stride_s,
-                                         W_SCALE, HAS_BIAS, HAS_SHARED)
     first = 0
     if PDL:  # the first weights are in flight while gate/up finishes
         tiles = _preload_down(w_ptr, ws_ptr, e, held, t0, steps, offs_n, offs_k, H, I, stride_we, stride_wn,
@@ -531,11 +479,10 @@ def route_down_kernel(
                               b_ptr, tw_ptr, shared_ptr, out_ptr, H, I, R, stride_wse, stride_wsn, stride_s,
                               stride_o, KP, W_SCALE, SPLIT_K, ACTIVATION, HAS_BIAS, HAS_SHARED, BLOCK_N, BLOCK_K, TILES,
                               FP16_PRODUCTS)
-    if EARLY_COMBINE:
-        _combine_store(acc, factor, addend, t, n, n < H, out_ptr, stride_o, HAS_BIAS or HAS_SHARED)
-    elif TILES == 1:
-        _combine_token(acc, r, held, e, t, n, n < H, ws_ptr, b_ptr, tw_ptr, shared_ptr, out_ptr, H, stride_s,
-                       stride_o, W_SCALE, HAS_BIAS, HAS_SHARED)
+    if TILES == 1:
+        n = t0 * BLOCK_N + offs_n
+        _combine_token(acc, r, held, e, t, n, n < H, ws_ptr, b_ptr, tw_ptr, shared_ptr, out_ptr, H, stride_s, stride_o,
+                       W_SCALE, HAS_BIAS, HAS_SHARED)
     trace_end(trace_ptr, TRACE)
 
 
@@ -569,10 +516,6 @@ def route_down_mma_kernel(
     w_rows = w_ptr + e_row[:, None] * stride_we + n_row[:, None].to(tl.int64) * stride_wn
     r_c, held_c, _ = _token_routes(ids_ptr, t, expert_offset, num_local, TOPK, NC)  # activation rows: the N side
     offs_k = tl.arange(0, BLOCK_K)
-    r, held, e = _token_routes(ids_ptr, t, expert_offset, num_local, TOPK, KP)
-    n = n0 + tl.arange(0, BLOCK_N)
-    factor, addend = _combine_inputs(r, held, e, t, n, n < H, ws_ptr, b_ptr, tw_ptr, shared_ptr, H, stride_s,
-                                     W_SCALE, HAS_BIAS, HAS_SHARED)  # before the wait: none is written by gate/up
     if PDL:
         pdl_wait()
     trace_mark(trace_ptr, 1, TRACE)
@@ -589,5 +532,8 @@ def route_down_mma_kernel(
     d = tl.reshape(acc, (KP, BLOCK_N, NC))
     own = tl.arange(0, NC)[None, None, :] == tl.arange(0, KP)[:, None, None]
     y = tl.sum(tl.where(own, d, 0.0), axis=2)  # [KP, BLOCK_N]
-    _combine_store(y, factor, addend, t, n, n < H, out_ptr, stride_o, HAS_BIAS or HAS_SHARED)
+    r, held, e = _token_routes(ids_ptr, t, expert_offset, num_local, TOPK, KP)
+    n = n0 + tl.arange(0, BLOCK_N)
+    _combine_token(y, r, held, e, t, n, n < H, ws_ptr, b_ptr, tw_ptr, shared_ptr, out_ptr, H, stride_s, stride_o,
+                   W_SCALE, HAS_BIAS, HAS_SHARED)
     trace_end(trace_ptr, TRACE)
