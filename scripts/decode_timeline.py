@@ -17,7 +17,9 @@ call's first gate/up start:
 
     python scripts/decode_timeline.py --cases hunyuan_tp8:fp8_tensor:1,gpt_oss_120b_tp4:fp8_block:1 --out R/timeline
 
-``--variants`` also runs each case with its config changed (``VARIANTS``: PDL off, down with 4
+``--fixed`` times each case instead as benched, with every id -1 and with every route on one
+expert (``fixed_cost_case``): what the call costs with no weight read.  ``--variants`` also runs
+each case with its config changed (``VARIANTS``: PDL off, down with 4
 warps, ...), to see what a change moves.  Writes ``timeline.json`` (the summaries, and one
 call's raw rows per case) and ``timeline.md``; ``--plot DIR`` draws each case's raw call from a
 ``timeline.json`` (here or on any machine) as a chart of the SMs over time.
@@ -126,6 +128,38 @@ def timeline_case(shape, fmt: str, m: int, dev: torch.device, s: harness.Setting
                 graph=plain, traced=traced_us, **summary, raw_call=mid, raw=raw)
 
 
+def fixed_cost_case(shape, fmt: str, m: int, dev: torch.device, s: harness.Settings, bw: float,
+                    target: float) -> dict:
+    """Graph us per call of the case's route-direct calls as the bench times them (``graph``),
+    the same calls with every id -1 (``dropped``: both grids launched in full, no weight read, so
+    the launches', waits' and programs' fixed cost) and with every route on expert 0
+    (``one_expert``: one expert's weights, from L2 after the first call)."""
+    dense = harness.random_weights(shape, dev, s.seed)
+    copies = harness._build_copies(ExpertWeights.from_dense(*dense, fmt), shape, [m], s, dev, target)
+    del dense
+    inp = harness._prepare(shape, fmt, m, copies, s, dev, bw, target)
+    w0 = inp.copies[0]
+    cfg = policy.select_config("route_direct", m, shape.top_k, w0.num_experts, w0.hidden_size,
+                               w0.intermediate_size, fmt, device_name(dev), num_sms(dev))
+    activation = harness.layer_activation(shape)
+    out = torch.empty(m, w0.hidden_size, dtype=inp.x.dtype, device=dev)
+
+    def timed(fill: int | None) -> float:
+        routings = [(tw, ids if fill is None else torch.full_like(ids, fill)) for tw, ids in inp.routings]
+        calls = [lambda i=i: route_direct_moe(inp.x, inp.copies[i % len(inp.copies)], *routings[i], out, None, 0,
+                                              cfg, activation) for i in range(len(routings))]
+        return harness._time_cuda(calls, s, True)[0]
+
+    return dict(shape=shape.name, format=fmt, M=m, config=repr(cfg), graph=timed(None), dropped=timed(-1),
+                one_expert=timed(0), floor=inp.floor["floor_us"])
+
+
+def fixed_table(rows: list[dict]) -> str:
+    head = "| case | graph us | every id -1 us | every route on expert 0 us | HBM floor us |\n|---|---|---|---|---|\n"
+    return head + "".join(f"| {r['shape']} {r['format']} M={r['M']} | {r['graph']:.2f} | {r['dropped']:.2f} | "
+                          f"{r['one_expert']:.2f} | {r['floor']:.2f} |\n" for r in rows)
+
+
 def table(rows: list[dict]) -> str:
     head = "| case | " + " | ".join(FIELDS) + " | dn_n |\n|---|" + "---|" * (len(FIELDS) + 1) + "\n"
     body = ""
@@ -177,6 +211,8 @@ def main(argv=None) -> int:
     ap.add_argument("--variants", default="", help="comma-separated names of VARIANTS")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--plot", type=Path, default=None, help="draw --out's timeline.json into this folder, no GPU")
+    ap.add_argument("--fixed", action="store_true", help="no timelines: each case's graph time as benched, with "
+                    "every id -1 and with every route on one expert (fixed_cost_case), into fixed.md / fixed.json")
     a = ap.parse_args(argv)
     if a.plot:
         for path in plot(a.out / "timeline.json", a.plot):
@@ -187,6 +223,18 @@ def main(argv=None) -> int:
     bw = harness.measure_copy_bandwidth(dev)
     target = max(harness.STREAM_BYTES, 3 * torch.cuda.get_device_properties(dev).L2_cache_size)
     rows = []
+    if a.fixed:
+        for spec in a.cases.split(","):
+            name, fmt, m = spec.split(":")
+            rows.append(fixed_cost_case(shapes.get_shape(name), fmt, int(m), dev, s, bw, target))
+            torch.cuda.empty_cache()
+            print(fixed_table(rows[-1:]).splitlines()[-1], flush=True)
+        print(fixed_table(rows))
+        if a.out:
+            a.out.mkdir(parents=True, exist_ok=True)
+            (a.out / "fixed.md").write_text(fixed_table(rows))
+            (a.out / "fixed.json").write_text(json.dumps(dict(bandwidth=bw, rows=rows), indent=1))
+        return 0
     for spec in a.cases.split(","):
         name, fmt, m = spec.split(":")
         shape = shapes.get_shape(name)
