@@ -37,7 +37,7 @@ import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from fusedmoe import api, policy, shapes  # noqa: E402
+from fusedmoe import policy, shapes  # noqa: E402
 from fusedmoe._runtime import device_name, num_sms  # noqa: E402
 from fusedmoe.bench import harness  # noqa: E402
 from fusedmoe.weights import ExpertWeights  # noqa: E402
@@ -217,10 +217,7 @@ def read_calls(w: ExpertWeights, cfg: policy.RouteDirectConfig, m: int, k: int, 
 
 
 def case(shape, fmt: str, m: int, dev, s: harness.Settings, bw: float, target: float) -> dict:
-    dense = harness.random_weights(shape, dev, s.seed)
-    copies = harness._build_copies(ExpertWeights.from_dense(*dense, fmt), shape, [m], s, dev, target)
-    del dense
-    inp = harness._prepare(shape, fmt, m, copies, s, dev, bw, target)
+    inp = harness.case_inputs(shape, fmt, m, s, dev, bw, target)
     w0 = inp.copies[0]
     cfg = policy.select_config("route_direct", m, shape.top_k, w0.num_experts, w0.hidden_size,
                                w0.intermediate_size, fmt, device_name(dev), num_sms(dev))
@@ -249,7 +246,7 @@ def case(shape, fmt: str, m: int, dev, s: harness.Settings, bw: float, target: f
         if best is None or t < best[0]:
             best = (t, f"{bw_}x{steps} w{warps}")
     out["stream"], out["stream_tile"] = best
-    del buf, copies, inp
+    del buf, inp
     torch.cuda.empty_cache()
     return out
 

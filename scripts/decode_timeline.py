@@ -43,7 +43,6 @@ from fusedmoe._runtime import device_name, num_sms  # noqa: E402
 from fusedmoe._trace import TRACE_FIELDS  # noqa: E402
 from fusedmoe.bench import harness  # noqa: E402
 from fusedmoe.paths.route_direct import launch_programs, route_direct_moe  # noqa: E402
-from fusedmoe.weights import ExpertWeights  # noqa: E402
 
 def _tile(cfg: policy.RouteDirectConfig, which: str, **change) -> policy.RouteDirectConfig:
     return dataclasses.replace(cfg, **{which: dataclasses.replace(getattr(cfg, which), **change)})
@@ -92,10 +91,7 @@ def call_summary(gu: torch.Tensor, dn: torch.Tensor, prev_dn_end: float | None) 
 def timeline_case(shape, fmt: str, m: int, dev: torch.device, s: harness.Settings, bw: float, target: float,
                   config: policy.RouteDirectConfig | None = None) -> dict:
     """The case's summary (medians over calls 2..) and one call's raw rows."""
-    dense = harness.random_weights(shape, dev, s.seed)
-    copies = harness._build_copies(ExpertWeights.from_dense(*dense, fmt), shape, [m], s, dev, target)
-    del dense
-    inp = harness._prepare(shape, fmt, m, copies, s, dev, bw, target)
+    inp = harness.case_inputs(shape, fmt, m, s, dev, bw, target)
     w0 = inp.copies[0]
     k = shape.top_k
     cfg = config or policy.select_config("route_direct", m, k, w0.num_experts, w0.hidden_size,
@@ -134,10 +130,7 @@ def fixed_cost_case(shape, fmt: str, m: int, dev: torch.device, s: harness.Setti
     the same calls with every id -1 (``dropped``: both grids launched in full, no weight read, so
     the launches', waits' and programs' fixed cost) and with every route on expert 0
     (``one_expert``: one expert's weights, from L2 after the first call)."""
-    dense = harness.random_weights(shape, dev, s.seed)
-    copies = harness._build_copies(ExpertWeights.from_dense(*dense, fmt), shape, [m], s, dev, target)
-    del dense
-    inp = harness._prepare(shape, fmt, m, copies, s, dev, bw, target)
+    inp = harness.case_inputs(shape, fmt, m, s, dev, bw, target)
     w0 = inp.copies[0]
     cfg = policy.select_config("route_direct", m, shape.top_k, w0.num_experts, w0.hidden_size,
                                w0.intermediate_size, fmt, device_name(dev), num_sms(dev))

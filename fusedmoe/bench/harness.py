@@ -425,6 +425,19 @@ def _build_copies(base, shape: MoEShape, tokens: Sequence[int], s: Settings, dev
     return copies
 
 
+def case_inputs(shape: MoEShape, fmt: str, tokens: int, s: Settings, device: torch.device, bandwidth: float,
+                target: float) -> _Inputs:
+    """One (shape, format, M) case's inputs as ``bench_shape`` builds them (the seed's weights in
+    ``fmt``, copies rotated past ``target`` bytes, routings, x, the floor), for the probes in
+    scripts/ that time a case their own way."""
+    from ..weights import ExpertWeights
+
+    dense = random_weights(shape, device, s.seed)
+    copies = _build_copies(ExpertWeights.from_dense(*dense, fmt), shape, [tokens], s, device, target)
+    del dense
+    return _prepare(shape, fmt, tokens, copies, s, device, bandwidth, target)
+
+
 def bench_shape(shape: MoEShape, formats: Sequence[str], tokens: Sequence[int], impls: Sequence[str],
                 s: Settings, device: torch.device, bandwidth: float,
                 progress: Progress | None = None) -> list[CaseResult]:
