@@ -58,11 +58,6 @@ VARIANTS = {
     "gu_n2x": lambda c: _tile(c, "gate_up", block_n=2 * c.gate_up.block_n),
     "gu_cap64_dn_cap96": lambda c: _tile(_tile(c, "gate_up", max_registers=64), "down", max_registers=96),
     "down_preload4": lambda c: dataclasses.replace(c, down_preload=4),
-    # short K steps, deep pipeline (tune's gate_up_pipelined / down_pipelined moves)
-    "gu_4x512_s4": lambda c: dataclasses.replace(c, gate_up=policy.Tile(4, 512, 4, 4)),
-    "gu_4x512_s6": lambda c: dataclasses.replace(c, gate_up=policy.Tile(4, 512, 4, 6)),
-    "gu_8x256_s4": lambda c: dataclasses.replace(c, gate_up=policy.Tile(8, 256, 4, 4)),
-    "dn_8x128_s4": lambda c: dataclasses.replace(c, down=policy.Tile(8, 128, 4, 4)),
 }
 
 FIELDS = ("graph", "traced", "gap", "gu_all_in", "gu_end", "gu_prog", "dn_first", "dn_all_in", "dn_early",

@@ -773,7 +773,7 @@ def test_route_direct_gemv_pipeline_is_bitwise_unpipelined(fmt, pdl, device):
     plain = policy.RouteDirectConfig(policy.Tile(8, 128, 4, 1, split_k=2), policy.Tile(16, 128, 4, 1), pdl=pdl,
                                      down_tiles=3)
     want = fused_moe(x, weights, tw, ids, path="route_direct", config=plain, shared_output=shared)
-    for stages in (2, 3, 4, 6) if ON_GPU else (2,):  # the interpreter runs every depth alike
+    for stages in (2, 3) if ON_GPU else (2,):  # the interpreter runs every depth alike
         deep = dataclasses.replace(plain, gate_up=policy.Tile(8, 128, 4, stages, split_k=2),
                                    down=policy.Tile(16, 128, 4, stages))
         got = run_and_check(weights, x, tw, ids, "route_direct", shared=shared, config=deep)

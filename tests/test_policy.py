@@ -337,25 +337,6 @@ def test_stages_moves_set_one_tiles_depth():
     assert [v for f, v in tune.candidates("route_direct", "bf16") if f == "down_stages"] == [1, 2, 3, 4]
 
 
-@pytest.mark.parametrize("fmt", ["bf16", "fp8_tensor", "fp8_block"])
-def test_pipelined_moves_set_a_whole_gemv_tile(fmt):
-    # gate_up_pipelined / down_pipelined replace one GEMV tile with a short-step, deep one (its
-    # cap and split with it); every gate/up candidate is legal, downs where the format allows the step.
-    start = policy.RouteDirectConfig(policy.Tile(4, 2048, 8, 1, max_registers=64), policy.Tile(16, 256, 8, 1),
-                                     pdl=True, fp16_products=fmt != "bf16")
-    moves = [(f, v) for f, v in tune.candidates("route_direct", fmt) if f.endswith("_pipelined")]
-    gate_ups = [v for f, v in moves if f == "gate_up_pipelined"]
-    assert len(gate_ups) == 2 * len(tune.PIPELINED_GATE_UP) and all(t.num_stages >= 3 for t in gate_ups)
-    for field, tile in moves:
-        cfg = tune.apply(start, field, tile)
-        moved = "gate_up" if field == "gate_up_pipelined" else "down"
-        kept = "down" if moved == "gate_up" else "gate_up"
-        assert getattr(cfg, moved) == tile and getattr(cfg, kept) == getattr(start, kept)
-        assert (cfg.pdl, cfg.fp16_products) == (start.pdl, start.fp16_products)
-        assert policy.legal("route_direct", cfg, fmt) == (fmt != "fp8_block" or tile.block_k % 128 == 0)
-    assert "gate_up_pipelined" not in {f for f, _ in tune.candidates("grouped", fmt)}
-
-
 def test_register_cap_moves_set_one_tiles_cap():
     # gate_up_registers / down_registers set one grouped tile's max_registers (PTX .maxnreg);
     # a tile move resets it, legality takes 0 or a multiple of 8 in 24..255.
@@ -429,8 +410,8 @@ def test_down_tiles_moves():
     assert not policy.legal("route_direct", dataclasses.replace(mma, down_tiles=2), "fp8_tensor")
     assert not policy.legal("route_direct", dataclasses.replace(gemv, down_tiles=0), "fp8_tensor")
     fields = {f for f, _ in tune.candidates("route_direct", "fp8_tensor")}
-    assert {"pdl", "gate_up", "down", "down_tiles", "gate_up_pipelined", "down_pipelined", "down_preload",
-            "fp16_products", "gate_up_stages", "down_stages", "register_caps"} == fields
+    assert {"pdl", "gate_up", "down", "down_tiles", "down_preload", "fp16_products", "gate_up_stages",
+            "down_stages", "register_caps"} == fields
     preloaded = tune.apply(gemv, "down_preload", 3)
     assert preloaded.down_preload == 3 and policy.legal("route_direct", preloaded, "fp8_tensor")
     assert tune.apply(preloaded, "down", policy.Tile(16, 128, 4, 3, swap_ab=True)).down_preload == 1
