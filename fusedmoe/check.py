@@ -76,8 +76,8 @@ GLUON_MIN_TOKENS = 256
 def variants(path: str, m: int, shape, fmt: str) -> list[tuple[str, object]]:
     """(label, config) runs of a path: its dispatched config (None), for route-direct also the
     tensor-core forms (gate/up, and down with FP8 weights; the tuned tables may pick them),
-    each launched with and without PDL, 4 H tiles per GEMV down program (PDL), the GEMV down split
-    over K in 3 (with and without PDL) and the heuristic's GEMV loops pipelined 3 deep (PDL; for 16-bit weights above M=2 its gate/up is a tensor-core
+    each launched with and without PDL, 4 H tiles per GEMV down program (PDL) and the heuristic's
+    GEMV loops pipelined 3 deep (PDL; for 16-bit weights above M=2 its gate/up is a tensor-core
     form, whose pipeline depth is num_stages anyway); for grouped
     FP8 also K steps of 64, the MMA sums promoted every 32 columns (the most accurate interval)
     and every 64 where the rule (policy.grouped_promote_k) picks 128, and the other gate/up
@@ -116,9 +116,7 @@ def variants(path: str, m: int, shape, fmt: str) -> list[tuple[str, object]]:
             (path + "_tiles4", dataclasses.replace(base, down_tiles=4, pdl=True)),  # the heuristic's down is GEMV
             (path + "_preload4", dataclasses.replace(base, down_preload=4, pdl=True)),
             (path + "_stages3", dataclasses.replace(base, pdl=True, gate_up=dataclasses.replace(base.gate_up, num_stages=3),
-                                                    down=dataclasses.replace(base.down, num_stages=3))),
-            (path + "_split3", dataclasses.replace(base, down=dataclasses.replace(base.down, split_k=3))),
-            (path + "_split3_pdl", dataclasses.replace(base, pdl=True, down=dataclasses.replace(base.down, split_k=3)))]
+                                                    down=dataclasses.replace(base.down, num_stages=3)))]
     if policy.legal(path, mma, fmt):  # no tensor-core form for FP4 weights
         runs[1:1] = [(path + "_mma", mma), (path + "_mma_pdl", dataclasses.replace(mma, pdl=True))]
     if fmt in FP8_FORMATS and not base.gate_up.swap_ab:

@@ -91,10 +91,7 @@ class GroupedConfig:
 @dataclass(frozen=True)
 class RouteDirectConfig:
     """Route-direct path: gate_up.block_n rows of I per program (x2: gate and up), split_k
-    splits of H; down.block_n rows of H per program, looping over the token's routes, and
-    (GEMV down, down_tiles 1) down.split_k programs per tile, each over a range of I's K steps:
-    each stores its share in fp32 and the tile's last to arrive (a count per tile, zeroed by
-    gate/up) adds them in split order, so the output stays deterministic.
+    splits of H; down.block_n rows of H per program, looping over the token's routes.
     pdl: launch both kernels with programmatic dependent launch where the GPU has it (sm_90+),
     so that the down grid starts and loads its first weights while gate/up finishes.
     down_tiles: tiles of H each GEMV down program computes in turn (its token's routing read
@@ -563,8 +560,6 @@ def legal(path: str, cfg: GroupedConfig | RouteDirectConfig, fmt: str) -> bool:
     dn_ok = not dn.swap_ab or (fmt in FP8_FORMATS and dn.block_n >= 16 and dn.block_k >= 16
                                and (fmt != "fp8_block" or dn.block_k == 128))
     tiles_ok = cfg.down_tiles >= 1 and (cfg.down_tiles == 1 or not dn.swap_ab)
-    # a down split over K: the GEMV down, one H tile a program, at most 16 ranges
-    dn_split_ok = dn.split_k == 1 or (not dn.swap_ab and cfg.down_tiles == 1 and dn.split_k <= 16)
     # weight tiles loaded before the PDL wait: the GEMV down's (the tensor-core down preloads none)
     preload_ok = 1 <= cfg.down_preload <= 4 and (cfg.down_preload == 1 or not dn.swap_ab)
     # fp16 products: FP8 weights, at least one GEMV form, its K steps whole 16-column chunks
@@ -572,7 +567,7 @@ def legal(path: str, cfg: GroupedConfig | RouteDirectConfig, fmt: str) -> bool:
                                         and all(t.swap_ab or t.block_k >= 16 for t in tiles))
     # FP4 weights (w4a8): the GEMV forms only, K steps of whole 32-column exponent groups
     fp4_ok = fmt != "w4a8" or (not gu.swap_ab and not dn.swap_ab and all(t.block_k >= 32 for t in tiles))
-    return (pow2 and caps_ok and (fmt != "fp8_block" or all(t.block_k % 128 == 0 for t in tiles)) and dn_split_ok
+    return (pow2 and caps_ok and (fmt != "fp8_block" or all(t.block_k % 128 == 0 for t in tiles)) and dn.split_k == 1
             and gu_ok and dn_ok and tiles_ok and preload_ok and fp16_ok and fp4_ok)
 
 

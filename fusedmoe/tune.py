@@ -48,7 +48,7 @@ MAX_REL_L2 = 0.01
 def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
     """(field, value) moves of the coordinate descent: 'gate_up'/'down' tiles, 'block_m',
     'group_m', grouped 'tail_m' and 'gate_up_registers' / 'down_registers' (a tile's
-    max_registers), route-direct 'pdl', 'down_tiles', 'down_split', 'down_preload', 'gate_up_stages' /
+    max_registers), route-direct 'pdl', 'down_tiles', 'down_preload', 'gate_up_stages' /
     'down_stages' (a tile's num_stages), 'register_caps' (both tiles' max_registers at once)
     and (FP8) 'fp16_products', grouped FP8 'block_m+gate_up' (both at
     once: value (BLOCK_M, gate/up tile)), grouped fp8_tensor 'gluon' (value: the Gluon tile set's
@@ -81,11 +81,6 @@ def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
                 yield "down", policy.Tile(dn, bk, 4, 3, swap_ab=True)
         for tiles in (1, 2, 4, 8):
             yield "down_tiles", tiles
-        # the GEMV down's K steps split over programs per tile (many short programs instead of
-        # a few long ones: Mixtral TP2 fp8 M=1's 512 down programs of 14 steps streamed 29 MB at
-        # 1.7 TB/s after gate/up's end on the H200, thirty-second session)
-        for split in (1, 2, 4, 8):
-            yield "down_split", split
         # K steps of the GEMV down's weights loaded before its PDL wait (policy.RouteDirectConfig)
         for preload in (1, 2, 3, 4):
             yield "down_preload", preload
@@ -161,10 +156,6 @@ def apply(cfg, field: str, value, promote_k: int | None = None):
     if part in TILE_FIELD_MOVES and tile in ("gate_up", "down"):  # one field of one tile
         tile_cfg = dataclasses.replace(getattr(cfg, tile), **{TILE_FIELD_MOVES[part]: value})
         cfg = dataclasses.replace(cfg, **{tile: tile_cfg})
-    elif field == "down_split":  # route-direct: the GEMV down's K split, one tile a program
-        cfg = dataclasses.replace(cfg, down=dataclasses.replace(cfg.down, split_k=value))
-        if value > 1:
-            cfg = dataclasses.replace(cfg, down_tiles=1)
     elif field == "register_caps":  # route-direct: (gate/up cap, down cap)
         cfg = dataclasses.replace(cfg, gate_up=dataclasses.replace(cfg.gate_up, max_registers=value[0]),
                                   down=dataclasses.replace(cfg.down, max_registers=value[1]))

@@ -45,10 +45,10 @@ GATE_UP_BF16 = dict(x_ptr="*bf16", w_ptr="*bf16", act_ptr="*bf16", **PLAN)
 GATE_UP_FP8 = dict(x_ptr=FP8, w_ptr=FP8, act_ptr=FP8, **PLAN)
 DOWN_BF16 = dict(act_ptr="*bf16", w_ptr="*bf16", y_ptr="*bf16", **PLAN)
 DOWN_FP8 = dict(act_ptr=FP8, w_ptr=FP8, y_ptr="*bf16", **PLAN)
-ROUTE_GATE_UP_BF16 = dict(x_ptr="*bf16", w_ptr="*bf16", ids_ptr="*i32", cnt_ptr="*i32")
-ROUTE_GATE_UP_FP8 = dict(x_ptr="*bf16", w_ptr=FP8, ids_ptr="*i32", cnt_ptr="*i32")
-ROUTE_DOWN_BF16 = dict(w_ptr="*bf16", ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16", cnt_ptr="*i32")
-ROUTE_DOWN_FP8 = dict(w_ptr=FP8, ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16", cnt_ptr="*i32")
+ROUTE_GATE_UP_BF16 = dict(x_ptr="*bf16", w_ptr="*bf16", ids_ptr="*i32")
+ROUTE_GATE_UP_FP8 = dict(x_ptr="*bf16", w_ptr=FP8, ids_ptr="*i32")
+ROUTE_DOWN_BF16 = dict(w_ptr="*bf16", ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16")
+ROUTE_DOWN_FP8 = dict(w_ptr=FP8, ids_ptr="*i32", shared_ptr="*bf16", out_ptr="*bf16")
 # w4a8: packed FP4 codes and E8M0 exponents, both bytes
 W4 = dict(w_ptr="*u8", ws_ptr="*u8")
 GATE_UP_W4 = dict(GATE_UP_FP8, **W4)
@@ -224,16 +224,6 @@ CASES = [
      route_gate_up(3, 1, 0, False, 8, 512, STAGES=3), 4, False),
     ("route_down fp8_tensor k8 N8 K256 3 stages PDL", route_down_kernel, ROUTE_DOWN_FP8,
      route_down(8, 1, 1, False, 0, False, 8, 256, PDL=True, STAGES=3), 4, False),
-    # the GEMV down split over K (down.split_k), its shares combined by each tile's last program;
-    # gate/up zeroes the counts: Mixtral TP2's M=1 entry (I 7168 in steps of 512), Qwen3-30B's
-    ("route_gate_up fp8_tensor 4 warps zeroing counts PDL", route_gate_up_kernel, ROUTE_GATE_UP_FP8,
-     route_gate_up(1, 1, 0, False, 4, 1024, PDL=True, ZERO_COUNTERS=True, FP16_PRODUCTS=True), 4, False),
-    ("route_down fp8_tensor k2 N8 K512 split 4 PDL", route_down_kernel, ROUTE_DOWN_FP8,
-     route_down(2, 1, 1, False, 0, False, 8, 512, PDL=True, FP16_PRODUCTS=True, SPLIT_DN=4), 8, False),
-    ("route_down fp8_block k8 N4 K256 split 3 shared bias PDL", route_down_kernel, ROUTE_DOWN_FP8,
-     route_down(8, 2, 1, True, 0, True, 4, 256, PDL=True, SPLIT_DN=3), 8, False),
-    ("route_down bf16 k8 N8 K128 split 2", route_down_kernel, ROUTE_DOWN_BF16,
-     route_down(8, 0, 2, False, 0, False, 8, 128, SPLIT_DN=2), 4, False),
     # the down's first K steps' weight tiles loaded before the PDL wait (RouteDirectConfig.down_preload):
     # Qwen3-30B's M=1 entries (I 768 in steps of 256), GPT-OSS TP4's (720 in 512), DeepSeek-V3 TP8's (256 in 128)
     ("route_down fp8_tensor k8 N4 K256 PDL preload 3", route_down_kernel, ROUTE_DOWN_FP8,

@@ -65,20 +65,19 @@ def entry_row(e: dict) -> dict:
     common = dict(W_SCALE=W_SCALE[fmt], SPLIT_K=gu.split_k, ACTIVATION=ACTIVATIONS["silu"], HAS_BIAS=False,
                   PDL=cfg.pdl)
     if gu.swap_ab:
-        gu_regs, gu_smem = _compile(route_gate_up_mma_kernel, dict(x_ptr=x_t, w_ptr=w_t, ids_ptr="*i32", cnt_ptr="*i32"),
+        gu_regs, gu_smem = _compile(route_gate_up_mma_kernel, dict(x_ptr=x_t, w_ptr=w_t, ids_ptr="*i32"),
                                     dict(common, BLOCK_N=gu.block_n, BLOCK_K=gu.block_k), gu)
     else:
-        gu_regs, gu_smem = _compile(route_gate_up_kernel, dict(x_ptr=x_t, w_ptr=w_t, ids_ptr="*i32", cnt_ptr="*i32"),
+        gu_regs, gu_smem = _compile(route_gate_up_kernel, dict(x_ptr=x_t, w_ptr=w_t, ids_ptr="*i32"),
                                     dict(common, BLOCK_N=gu.block_n, BLOCK_K=gu.block_k,
-                                         FP16_PRODUCTS=cfg.fp16_products, STAGES=gu.num_stages,
-                                         ZERO_COUNTERS=dn.split_k > 1), gu)
+                                         FP16_PRODUCTS=cfg.fp16_products, STAGES=gu.num_stages), gu)
     down_common = dict(common, TOPK=e["top_k"], HAS_SHARED=False, BLOCK_N=dn.block_n, BLOCK_K=dn.block_k)
-    down_ptrs = dict(w_ptr=w_t, ids_ptr="*i32", shared_ptr=x_t, out_ptr=x_t, cnt_ptr="*i32")
+    down_ptrs = dict(w_ptr=w_t, ids_ptr="*i32", shared_ptr=x_t, out_ptr=x_t)
     if dn.swap_ab:
         dn_regs, dn_smem = _compile(route_down_mma_kernel, down_ptrs, down_common, dn)
     else:
         dn_regs, dn_smem = _compile(route_down_kernel, down_ptrs, dict(down_common, TILES=cfg.down_tiles,
-                                    FP16_PRODUCTS=cfg.fp16_products, STAGES=dn.num_stages, SPLIT_DN=dn.split_k), dn)
+                                    FP16_PRODUCTS=cfg.fp16_products, STAGES=dn.num_stages), dn)
     n_gu, n_dn = launch_programs(e["tokens"], e["top_k"], e["inter"], e["hidden"], cfg)
     gu_sm = ctas_per_sm(gu.num_warps, gu_regs, gu_smem)
     dn_sm = ctas_per_sm(dn.num_warps, dn_regs, dn_smem)

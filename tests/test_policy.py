@@ -410,8 +410,8 @@ def test_down_tiles_moves():
     assert not policy.legal("route_direct", dataclasses.replace(mma, down_tiles=2), "fp8_tensor")
     assert not policy.legal("route_direct", dataclasses.replace(gemv, down_tiles=0), "fp8_tensor")
     fields = {f for f, _ in tune.candidates("route_direct", "fp8_tensor")}
-    assert {"pdl", "gate_up", "down", "down_tiles", "down_split", "down_preload", "fp16_products",
-            "gate_up_stages", "down_stages", "register_caps"} == fields
+    assert {"pdl", "gate_up", "down", "down_tiles", "down_preload", "fp16_products", "gate_up_stages",
+            "down_stages", "register_caps"} == fields
     preloaded = tune.apply(gemv, "down_preload", 3)
     assert preloaded.down_preload == 3 and policy.legal("route_direct", preloaded, "fp8_tensor")
     assert tune.apply(preloaded, "down", policy.Tile(16, 128, 4, 3, swap_ab=True)).down_preload == 1
@@ -421,26 +421,6 @@ def test_down_tiles_moves():
     mma_gate_up = tune.apply(half, "gate_up", policy.Tile(16, 128, 4, 3, swap_ab=True))
     assert mma_gate_up.fp16_products and policy.legal("route_direct", mma_gate_up, "fp8_tensor")  # down: GEMV
     assert not tune.apply(mma_gate_up, "down", policy.Tile(16, 128, 4, 3, swap_ab=True)).fp16_products
-
-
-def test_route_direct_down_split_legality_programs_and_move():
-    # A split down: the GEMV down only, one H tile a program, at most 16 ranges; its programs
-    # are the tiles times the split; the 'down_split' move sets it and takes down_tiles 1.
-    from fusedmoe.paths.route_direct import launch_programs
-
-    cfg = policy.RouteDirectConfig(policy.Tile(4, 512, 4, 1), policy.Tile(8, 512, 8, 1, split_k=4), pdl=True)
-    assert policy.legal("route_direct", cfg, "fp8_tensor")
-    assert launch_programs(2, 2, 7168, 4096, cfg) == (2 * 2 * 1792, 2 * 512 * 4)
-    assert not policy.legal("route_direct", dataclasses.replace(cfg, down_tiles=2), "fp8_tensor")
-    assert not policy.legal("route_direct", dataclasses.replace(cfg, down=policy.Tile(8, 512, 8, 1, split_k=17)),
-                            "fp8_tensor")
-    mma = dataclasses.replace(cfg, down=policy.Tile(16, 128, 4, 3, split_k=2, swap_ab=True))
-    assert not policy.legal("route_direct", mma, "fp8_tensor")
-    moved = tune.apply(dataclasses.replace(cfg, down_tiles=4, down=policy.Tile(8, 512, 8, 1)), "down_split", 2)
-    assert moved.down == policy.Tile(8, 512, 8, 1, split_k=2) and moved.down_tiles == 1
-    assert policy.legal("route_direct", moved, "fp8_tensor")
-    assert tune.apply(moved, "down_split", 1).down.split_k == 1
-    assert [v for f, v in tune.candidates("route_direct", "bf16") if f == "down_split"] == [1, 2, 4, 8]
 
 
 def test_restricted_tuning_compiles_every_combination_of_its_moves():

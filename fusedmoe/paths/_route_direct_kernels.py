@@ -96,18 +96,6 @@ def _chunk_dots_fp16(w, v, ROWS: tl.constexpr, BLOCK_K: tl.constexpr):
 
 
 @triton.jit
-def _zero_counters(cnt_ptr, n_cnt, ZERO_COUNTERS: tl.constexpr):
-    """With ZERO_COUNTERS, the program's share of the split down's arrival counters cnt [n_cnt]
-    (int32) set to 0: blocks of 128, program p from block p on, strided by the grid.  The down
-    reads them only after its PDL wait for this grid (or after it in stream order)."""
-    if ZERO_COUNTERS:
-        span = tl.num_programs(0) * 128
-        for base in range(tl.program_id(0) * 128, n_cnt, span):
-            offs = base + tl.arange(0, 128)
-            tl.store(cnt_ptr + offs, tl.zeros([128], dtype=tl.int32), mask=offs < n_cnt)
-
-
-@triton.jit
 def _gate_up_program(R, I, H, SPLIT_K: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                      PDL: tl.constexpr, trace_ptr, TRACE: tl.constexpr):
     """This gate/up program's route r, tile nt of I, split s, its 2*BLOCK_N weight rows
@@ -137,21 +125,17 @@ def _gate_up_program(R, I, H, SPLIT_K: tl.constexpr, BLOCK_N: tl.constexpr, BLOC
 def route_gate_up_kernel(
         x_ptr, w_ptr, ws_ptr, b_ptr, ids_ptr, act_ptr,
         H, I, R, expert_offset, num_local, TOPK, stride_x, stride_we, stride_wn, stride_wse, stride_wsn,
-        cnt_ptr, n_cnt,
         W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr,
         BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr = False,
-        FP16_PRODUCTS: tl.constexpr = False, STAGES: tl.constexpr = 1, ZERO_COUNTERS: tl.constexpr = False,
-        trace_ptr=None, TRACE: tl.constexpr = False):
+        FP16_PRODUCTS: tl.constexpr = False, STAGES: tl.constexpr = 1, trace_ptr=None, TRACE: tl.constexpr = False):
     """SPLIT_K == 1: act[r, n] = act(G_e x_t + b_g)[n] * (U_e x_t + b_u)[n]; else act[s, r, :] =
     partial [G_e x_t, U_e x_t] over the s-th K range (the bias in split 0).  e = ids[r] -
     expert_offset, t = r // TOPK; bias b [E, 2I] if HAS_BIAS.  FP16_PRODUCTS (FP8 weights):
     the products in packed fp16 (``_chunk_dots_fp16``).  W_SCALE 3: FP4 rows of H/2 bytes,
     one exponent per 32 columns (ws [E, 2I, H/32]).  STAGES: the K loop's pipeline depth.
-    ZERO_COUNTERS: also zeroes the split down's counters cnt [n_cnt] (``_zero_counters``).
     TRACE: each program's timeline into trace_ptr (``fusedmoe._trace``)."""
     r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi = _gate_up_program(R, I, H, SPLIT_K, BLOCK_N, BLOCK_K, PDL,
                                                                   trace_ptr, TRACE)
-    _zero_counters(cnt_ptr, n_cnt, ZERO_COUNTERS)
     gid = tl.load(ids_ptr + r)
     if not is_held(gid, expert_offset, num_local):
         return
@@ -237,10 +221,9 @@ def _route_group(ids_ptr, r, gid, R, MATES: tl.constexpr, CHUNK: tl.constexpr):
 def route_gate_up_mma_kernel(
         x_ptr, w_ptr, ws_ptr, b_ptr, ids_ptr, act_ptr,
         H, I, R, expert_offset, num_local, TOPK, stride_x, stride_we, stride_wn, stride_wse, stride_wsn,
-        cnt_ptr, n_cnt,
         W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr,
-        BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr = False,
-        ZERO_COUNTERS: tl.constexpr = False, trace_ptr=None, TRACE: tl.constexpr = False):
+        BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr = False, trace_ptr=None,
+        TRACE: tl.constexpr = False):
     """The gate/up step of route_gate_up_kernel (same outputs) on the tensor cores, swap-AB:
     the expert's [2*BLOCK_N, BLOCK_K] weight tile is the MMA's M side and up to 16 routes on
     that expert its N side, so routes sharing an expert stream its rows once.  Only the route
@@ -252,7 +235,6 @@ def route_gate_up_mma_kernel(
     MATES: tl.constexpr = 16
     r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi = _gate_up_program(R, I, H, SPLIT_K, BLOCK_N, BLOCK_K, PDL,
                                                                   trace_ptr, TRACE)
-    _zero_counters(cnt_ptr, n_cnt, ZERO_COUNTERS)
     gid = tl.load(ids_ptr + r)
     if not is_held(gid, expert_offset, num_local):
         return
@@ -425,28 +407,28 @@ def _down_tile_step(act_ptr, w, acc, it, steps, t0, r, held, e, t, offs_n, offs_
 
 
 @triton.jit
-def _preload_down(w_ptr, ws_ptr, e, held, t0, it0, steps, offs_n, offs_k, H, I, stride_we, stride_wn, stride_wse,
+def _preload_down(w_ptr, ws_ptr, e, held, t0, steps, offs_n, offs_k, H, I, stride_we, stride_wn, stride_wse,
                   stride_wsn, W_SCALE: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                   PRELOAD: tl.constexpr):
-    """route_down_kernel's weight tiles of steps it0 .. it0 + PRELOAD - 1 (at most the program's
-    steps), a tuple, loaded before its PDL wait."""
+    """route_down_kernel's weight tiles of steps 0 .. PRELOAD - 1 (at most the program's steps), a
+    tuple, loaded before its PDL wait."""
     tiles = ()
     for i in tl.static_range(PRELOAD):
-        tiles = tiles + (_down_weights(w_ptr, ws_ptr, e, held, t0, it0 + i, steps, offs_n, offs_k, H, I, stride_we,
+        tiles = tiles + (_down_weights(w_ptr, ws_ptr, e, held, t0, i, steps, offs_n, offs_k, H, I, stride_we,
                                        stride_wn, stride_wse, stride_wsn, W_SCALE, BLOCK_N, BLOCK_K),)
     return tiles
 
 
 @triton.jit
-def _down_preloaded_steps(act_ptr, tiles, acc, it0, steps, t0, r, held, e, t, offs_n, offs_k, offs_g, ws_ptr,
+def _down_preloaded_steps(act_ptr, tiles, acc, steps, t0, r, held, e, t, offs_n, offs_k, offs_g, ws_ptr,
                           b_ptr, tw_ptr, shared_ptr, out_ptr, H, I, R, stride_wse, stride_wsn, stride_s, stride_o,
                           KP: tl.constexpr, W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr,
                           HAS_BIAS: tl.constexpr, HAS_SHARED: tl.constexpr, BLOCK_N: tl.constexpr,
                           BLOCK_K: tl.constexpr, TILES: tl.constexpr, FP16_PRODUCTS: tl.constexpr,
                           PRELOAD: tl.constexpr):
-    """Steps it0 .. it0 + PRELOAD - 1 of route_down_kernel with the tiles ``_preload_down`` loaded."""
+    """Steps 0 .. PRELOAD - 1 of route_down_kernel with the tiles ``_preload_down`` loaded."""
     for i in tl.static_range(PRELOAD):
-        acc = _down_tile_step(act_ptr, tiles[i], acc, it0 + i, steps, t0, r, held, e, t, offs_n, offs_k, offs_g, ws_ptr,
+        acc = _down_tile_step(act_ptr, tiles[i], acc, i, steps, t0, r, held, e, t, offs_n, offs_k, offs_g, ws_ptr,
                               b_ptr, tw_ptr, shared_ptr, out_ptr, H, I, R, stride_wse, stride_wsn, stride_s,
                               stride_o, KP, W_SCALE, SPLIT_K, ACTIVATION, HAS_BIAS, HAS_SHARED, BLOCK_N, BLOCK_K,
                               TILES, FP16_PRODUCTS)
@@ -454,94 +436,51 @@ def _down_preloaded_steps(act_ptr, tiles, acc, it0, steps, t0, r, held, e, t, of
 
 
 @triton.jit
-def _combine_split(y, r, held, e, t, n, n_ok, s, tile, n_tiles, ws_ptr, b_ptr, tw_ptr, shared_ptr, out_ptr,
-                   part_ptr, cnt_ptr, M, H, stride_s, stride_o, W_SCALE: tl.constexpr, HAS_BIAS: tl.constexpr,
-                   HAS_SHARED: tl.constexpr, SPLIT_DN: tl.constexpr):
-    """``_combine_token`` for a down split over K in SPLIT_DN programs: this program's share
-    sum_j w[r_j] * scale_e * y[j, n] (fp32) goes to part [SPLIT_DN, M, H] at split s; the last
-    of the tile's programs to arrive (an acq_rel count on cnt[t, tile], zeroed by gate/up) adds
-    the shares in split order, then the routes' biases and shared[t, n], and writes out[t, n].
-    Deterministic: the sum's order does not depend on which program arrives last."""
-    if W_SCALE == 1:
-        y = y * tl.load(ws_ptr + e, mask=held, other=0.0)[:, None]
-    route_w = tl.load(tw_ptr + r, mask=held, other=0.0).to(tl.float32)
-    t64 = t.to(tl.int64)
-    tl.store(part_ptr + (s * M + t64) * H + n, tl.sum(y * route_w[:, None], axis=0), mask=n_ok)
-    tl.debug_barrier()  # every thread's share is stored before the count's release
-    if tl.atomic_add(cnt_ptr + t * n_tiles + tile, 1, sem="acq_rel", scope="gpu") == SPLIT_DN - 1:
-        tl.debug_barrier()
-        total = tl.zeros([n.shape[0]], dtype=tl.float32)
-        for j in tl.static_range(SPLIT_DN):  # L2 (.cg): the other programs' shares bypass this SM's L1
-            total += tl.load(part_ptr + (j * M + t64) * H + n, mask=n_ok, other=0.0, cache_modifier=".cg")
-        if HAS_BIAS:
-            b = tl.load(b_ptr + e[:, None] * H + n[None, :], mask=held[:, None] & n_ok[None, :], other=0.0)
-            total += tl.sum(b * route_w[:, None], axis=0)
-        if HAS_SHARED:
-            total += tl.load(shared_ptr + t64 * stride_s + n, mask=n_ok, other=0.0).to(tl.float32)
-        tl.store(out_ptr + t64 * stride_o + n, total.to(out_ptr.dtype.element_ty), mask=n_ok)
-
-
-@triton.jit
 def route_down_kernel(
         act_ptr, w_ptr, ws_ptr, b_ptr, ids_ptr, tw_ptr, shared_ptr, out_ptr,
         H, I, R, expert_offset, num_local, stride_we, stride_wn, stride_wse, stride_wsn, stride_s, stride_o,
-        part_ptr, cnt_ptr,
         TOPK: tl.constexpr, W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, HAS_SHARED: tl.constexpr,
         ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
         PDL: tl.constexpr = False, TILES: tl.constexpr = 1, FP16_PRODUCTS: tl.constexpr = False,
-        STAGES: tl.constexpr = 1, trace_ptr=None, TRACE: tl.constexpr = False, PRELOAD: tl.constexpr = 1,
-        SPLIT_DN: tl.constexpr = 1):
+        STAGES: tl.constexpr = 1, trace_ptr=None, TRACE: tl.constexpr = False, PRELOAD: tl.constexpr = 1):
     """out[t, n] = sum_j w[t,j] * (W2_e act_r + b_e)[n] (+ shared[t, n]), r = t*TOPK + j, over held
     routes; bias b [E, H] if HAS_BIAS.  A program computes TILES consecutive tiles of BLOCK_N
-    rows of H for its token, one K step after another (its routes read once), or with SPLIT_DN
-    > 1 (TILES 1) one tile over one of SPLIT_DN ranges of K steps, combined by the tile's last
-    program (``_combine_split``: part_ptr [SPLIT_DN, M, H] fp32 and cnt_ptr [M, tiles] int32,
-    zeroed by gate/up).  With PDL the weight tiles of its first PRELOAD steps (1..4, at most its
-    steps) are loaded before the wait for gate/up.  STAGES: the step loop's pipeline depth.
-    TRACE: each program's timeline into trace_ptr (``fusedmoe._trace``)."""
+    rows of H for its token, one K step after another (its routes read once).  With PDL the
+    weight tiles of its first PRELOAD steps (1..4, at most its steps) are loaded before the wait
+    for gate/up.  STAGES: the step loop's pipeline depth.  TRACE: each program's timeline into trace_ptr (``fusedmoe._trace``)."""
     trace_mark(trace_ptr, 0, TRACE)
     KP: tl.constexpr = triton.next_power_of_2(TOPK)
-    M = R // TOPK
     pid = tl.program_id(0)
-    t = pid % M  # token-fastest, as in gate/up: shared experts' tiles meet in L2
-    rest = pid // M
-    s = rest % SPLIT_DN  # a tile's splits side by side: they finish together
-    tile = rest // SPLIT_DN
-    t0 = tile * TILES
+    t = pid % (R // TOPK)  # token-fastest, as in gate/up: shared experts' tiles meet in L2
+    t0 = (pid // (R // TOPK)) * TILES
     r, held, e = _token_routes(ids_ptr, t, expert_offset, num_local, TOPK, KP)
     offs_n = tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
     offs_g = tl.arange(0, BLOCK_K // 128) if W_SCALE == 2 else tl.arange(0, 1)
-    per = tl.cdiv(tl.cdiv(I, BLOCK_K), SPLIT_DN)  # K steps of a split (the last ones may lie past I)
-    steps = per * SPLIT_DN
-    it0 = s * per
+    steps = tl.cdiv(I, BLOCK_K)
     acc = tl.zeros([KP, BLOCK_N], dtype=tl.float32)
-    first = it0
+    first = 0
     if PDL:  # the first weights are in flight while gate/up finishes
-        tiles = _preload_down(w_ptr, ws_ptr, e, held, t0, it0, steps, offs_n, offs_k, H, I, stride_we, stride_wn,
+        tiles = _preload_down(w_ptr, ws_ptr, e, held, t0, steps, offs_n, offs_k, H, I, stride_we, stride_wn,
                               stride_wse, stride_wsn, W_SCALE, BLOCK_N, BLOCK_K, PRELOAD)
         pdl_wait()
         trace_mark(trace_ptr, 1, TRACE)
-        acc = _down_preloaded_steps(act_ptr, tiles, acc, it0, steps, t0, r, held, e, t, offs_n, offs_k, offs_g,
+        acc = _down_preloaded_steps(act_ptr, tiles, acc, steps, t0, r, held, e, t, offs_n, offs_k, offs_g,
                                     ws_ptr, b_ptr, tw_ptr, shared_ptr, out_ptr, H, I, R, stride_wse, stride_wsn,
                                     stride_s, stride_o, KP, W_SCALE, SPLIT_K, ACTIVATION, HAS_BIAS, HAS_SHARED,
                                     BLOCK_N, BLOCK_K, TILES, FP16_PRODUCTS, PRELOAD)
-        first = it0 + PRELOAD
+        first = PRELOAD
     else:
         trace_mark(trace_ptr, 1, TRACE)
-    for it in tl.range(first, it0 + TILES * per, num_stages=STAGES):
+    for it in tl.range(first, TILES * steps, num_stages=STAGES):
         w = _down_weights(w_ptr, ws_ptr, e, held, t0, it, steps, offs_n, offs_k, H, I, stride_we, stride_wn,
                           stride_wse, stride_wsn, W_SCALE, BLOCK_N, BLOCK_K)
         acc = _down_tile_step(act_ptr, w, acc, it, steps, t0, r, held, e, t, offs_n, offs_k, offs_g, ws_ptr,
                               b_ptr, tw_ptr, shared_ptr, out_ptr, H, I, R, stride_wse, stride_wsn, stride_s,
                               stride_o, KP, W_SCALE, SPLIT_K, ACTIVATION, HAS_BIAS, HAS_SHARED, BLOCK_N, BLOCK_K, TILES,
                               FP16_PRODUCTS)
-    n = t0 * BLOCK_N + offs_n
-    if SPLIT_DN > 1:
-        _combine_split(acc, r, held, e, t, n, n < H, s, tile, tl.cdiv(H, BLOCK_N), ws_ptr, b_ptr, tw_ptr,
-                       shared_ptr, out_ptr, part_ptr, cnt_ptr, M, H, stride_s, stride_o, W_SCALE, HAS_BIAS,
-                       HAS_SHARED, SPLIT_DN)
-    elif TILES == 1:
+    if TILES == 1:
+        n = t0 * BLOCK_N + offs_n
         _combine_token(acc, r, held, e, t, n, n < H, ws_ptr, b_ptr, tw_ptr, shared_ptr, out_ptr, H, stride_s, stride_o,
                        W_SCALE, HAS_BIAS, HAS_SHARED)
     trace_end(trace_ptr, TRACE)

@@ -40,8 +40,7 @@ def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torc
     gu, dn = config.gate_up, config.down
     split = gu.split_k
     pdl = pdl_launch(x.device) if config.pdl else {}
-    act, part, counters = _scratch(x.device, m, r, inter, hidden, config)
-    split_down = dn.split_k > 1
+    act = torch.empty((r * inter) if split == 1 else (split * r * 2 * inter), dtype=torch.float32, device=x.device)
     ws, se, sn, mode = scale_args(weights, weights.w13_scale, x)
     gu_programs, dn_programs = launch_programs(m, k, inter, hidden, config)
     gu_trace = dn_trace = {}
@@ -58,23 +57,20 @@ def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torc
     gemv_gate_up = {} if gu.swap_ab else dict(FP16_PRODUCTS=config.fp16_products, STAGES=gu.num_stages)
     run(gate_up, (gu_programs,),
         x, weights.w13, ws, optional_ptr(weights.w13_bias, x), topk_ids, act, hidden, inter, r, expert_offset,
-        e_local, k, x.stride(0), weights.w13.stride(0), weights.w13.stride(1), se, sn, counters,
-        counters.numel() if split_down else 0,
+        e_local, k, x.stride(0), weights.w13.stride(0), weights.w13.stride(1), se, sn,
         W_SCALE=mode, SPLIT_K=split, ACTIVATION=ACTIVATIONS[activation], HAS_BIAS=weights.w13_bias is not None,
         BLOCK_N=gu.block_n, BLOCK_K=gu.block_k,
         num_warps=gu.num_warps, num_stages=gu.num_stages if gu.swap_ab else 1, **gemv_gate_up, **gu.register_cap(),
-        **(dict(ZERO_COUNTERS=True) if split_down else {}), **gu_trace, **pdl)
+        **gu_trace, **pdl)
     ws, se, sn, mode = scale_args(weights, weights.w2_scale, x)
     down = route_down_mma_kernel if dn.swap_ab else route_down_kernel
     gemv_down = {} if dn.swap_ab else dict(TILES=config.down_tiles, FP16_PRODUCTS=config.fp16_products,
-                                           STAGES=dn.num_stages, **_preload(config, inter),
-                                           **(dict(SPLIT_DN=dn.split_k) if split_down else {}))
+                                           STAGES=dn.num_stages, **_preload(config, inter))
     run(down, (dn_programs,),
         act, weights.w2, ws, optional_ptr(weights.w2_bias, x), topk_ids, topk_weights,
         optional_ptr(shared_output, out), out,
         hidden, inter, r, expert_offset, e_local, weights.w2.stride(0), weights.w2.stride(1), se, sn,
         shared_output.stride(0) if shared_output is not None else 0, out.stride(0),
-        *(() if dn.swap_ab else (part, counters)),
         TOPK=k, W_SCALE=mode, SPLIT_K=split, HAS_SHARED=shared_output is not None,
         ACTIVATION=ACTIVATIONS[activation], HAS_BIAS=weights.w2_bias is not None,
         BLOCK_N=dn.block_n, BLOCK_K=dn.block_k, num_warps=dn.num_warps,
@@ -83,25 +79,9 @@ def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torc
 
 
 def _preload(config: RouteDirectConfig, inter: int) -> dict:
-    """The GEMV down's PRELOAD: config.down_preload clamped to a program's K steps (of its split);
-    none without PDL."""
-    steps = min(config.down_preload, cdiv(cdiv(inter, config.down.block_k), config.down.split_k))
+    """The GEMV down's PRELOAD: config.down_preload clamped to its K steps; none without PDL."""
+    steps = min(config.down_preload, cdiv(inter, config.down.block_k))
     return dict(PRELOAD=steps) if config.pdl and steps > 1 else {}
-
-
-def _scratch(device: torch.device, m: int, r: int, inter: int, hidden: int,
-             config: RouteDirectConfig) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """One call's scratch, one allocation: (act fp32: [R, I], or the gate/up K split's partial
-    sums [S, R, 2I]; the split down's shares fp32 [S_down, M, H] (empty without a down split);
-    its arrival counters int32 [M, H tiles] (4 unused slots without one)).  Each part starts on
-    a 16-byte boundary."""
-    four = lambda n: -(-n // 4) * 4  # noqa: E731
-    split, dn = config.gate_up.split_k, config.down
-    n_act = four(r * inter if split == 1 else split * r * 2 * inter)
-    n_part = four(dn.split_k * m * hidden) if dn.split_k > 1 else 0
-    n_cnt = four(m * cdiv(hidden, dn.block_n)) if dn.split_k > 1 else 4
-    buf = torch.empty(n_act + n_part + n_cnt, dtype=torch.float32, device=device)
-    return buf[:n_act], buf[n_act:n_act + n_part], buf[n_act + n_part:].view(torch.int32)
 
 
 def _plain_launch(kernel, grid: tuple, *args, **kwargs) -> None:
@@ -112,4 +92,4 @@ def launch_programs(tokens: int, top_k: int, inter: int, hidden: int, config: Ro
     """(gate/up programs, down programs) of one call."""
     gu, dn = config.gate_up, config.down
     return (tokens * top_k * cdiv(inter, gu.block_n) * gu.split_k,
-            tokens * cdiv(cdiv(hidden, dn.block_n), config.down_tiles) * dn.split_k)
+            tokens * cdiv(cdiv(hidden, dn.block_n), config.down_tiles))
