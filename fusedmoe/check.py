@@ -114,7 +114,6 @@ def variants(path: str, m: int, shape, fmt: str) -> list[tuple[str, object]]:
     runs = [(path, None), (path + "_nopdl", dataclasses.replace(base, pdl=False)),
             (path + "_pdl", dataclasses.replace(base, pdl=True)),
             (path + "_tiles4", dataclasses.replace(base, down_tiles=4, pdl=True)),  # the heuristic's down is GEMV
-            (path + "_preload4", dataclasses.replace(base, down_preload=4, pdl=True)),
             (path + "_stages3", dataclasses.replace(base, pdl=True, gate_up=dataclasses.replace(base.gate_up, num_stages=3),
                                                     down=dataclasses.replace(base.down, num_stages=3)))]
     if policy.legal(path, mma, fmt):  # no tensor-core form for FP4 weights

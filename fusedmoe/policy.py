@@ -106,21 +106,15 @@ class RouteDirectConfig:
     PEERS decode cases (thirteenth session): 0.976x the time (geomean; M=2 0.948, M=4 0.962,
     M=1 1.006), faster in 27; 29 table entries take it.  Its rounding moves the output's rel-L2
     against float64 from 0.164% to 0.180-0.186% (Qwen3-30B and Hunyuan, M 1..512).  A tuner move.
-    down_preload (1..4; with PDL, the GEMV down): K steps whose weight tiles a down program
-    loads before it waits for gate/up (clamped to its steps, cdiv(I, down.block_k)).  After the
-    wait a program with one step preloaded still has to fetch the rest of its weights from HBM,
-    one more round trip after gate/up's end (Qwen3-30B's I = 768 in steps of 256, GPT-OSS TP4's
-    720 in 512: 2-3 steps at M=1).  The preloaded tiles are held in registers through the wait.
-    A tuner move.  On the H200 at M=1 (thirty-second session) 4 steps shortened the down after
-    its wait (Qwen3-30B 4.35 -> 2.30 us) but slowed the call 1.16-1.17x where I spans several
-    steps (fewer down programs resident), equal elsewhere; no table entry takes it."""
+    With PDL a GEMV down program loads its first K step's weight tile before it waits for
+    gate/up (more steps held through the wait were a tuner move from the thirty-first to the
+    thirty-fourth session, taken by no entry: docs/paths.md)."""
 
     gate_up: Tile
     down: Tile
     pdl: bool = False
     down_tiles: int = 1
     fp16_products: bool = False
-    down_preload: int = 1
 
     def __post_init__(self):
         object.__setattr__(self, "json", config_json(self))
@@ -522,7 +516,7 @@ def config_from_dict(path: str, d: dict) -> GroupedConfig | RouteDirectConfig:
         return GroupedConfig(d["block_m"], Tile(**d["gate_up"]), Tile(**d["down"]), d.get("group_m", 1),
                              d.get("fp8_promote_k", 32), d.get("gluon", False), d.get("tail_m", 0))
     return RouteDirectConfig(Tile(**d["gate_up"]), Tile(**d["down"]), d.get("pdl", False), d.get("down_tiles", 1),
-                             d.get("fp16_products", False), d.get("down_preload", 1))
+                             d.get("fp16_products", False))
 
 
 def legal(path: str, cfg: GroupedConfig | RouteDirectConfig, fmt: str) -> bool:
@@ -560,15 +554,13 @@ def legal(path: str, cfg: GroupedConfig | RouteDirectConfig, fmt: str) -> bool:
     dn_ok = not dn.swap_ab or (fmt in FP8_FORMATS and dn.block_n >= 16 and dn.block_k >= 16
                                and (fmt != "fp8_block" or dn.block_k == 128))
     tiles_ok = cfg.down_tiles >= 1 and (cfg.down_tiles == 1 or not dn.swap_ab)
-    # weight tiles loaded before the PDL wait: the GEMV down's (the tensor-core down preloads none)
-    preload_ok = 1 <= cfg.down_preload <= 4 and (cfg.down_preload == 1 or not dn.swap_ab)
     # fp16 products: FP8 weights, at least one GEMV form, its K steps whole 16-column chunks
     fp16_ok = not cfg.fp16_products or (fmt in FP8_FORMATS and not (gu.swap_ab and dn.swap_ab)
                                         and all(t.swap_ab or t.block_k >= 16 for t in tiles))
     # FP4 weights (w4a8): the GEMV forms only, K steps of whole 32-column exponent groups
     fp4_ok = fmt != "w4a8" or (not gu.swap_ab and not dn.swap_ab and all(t.block_k >= 32 for t in tiles))
     return (pow2 and caps_ok and (fmt != "fp8_block" or all(t.block_k % 128 == 0 for t in tiles)) and dn.split_k == 1
-            and gu_ok and dn_ok and tiles_ok and preload_ok and fp16_ok and fp4_ok)
+            and gu_ok and dn_ok and tiles_ok and fp16_ok and fp4_ok)
 
 
 # A table entry serves token counts within this factor of the M it was tuned at; beyond, the

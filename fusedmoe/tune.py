@@ -48,7 +48,7 @@ MAX_REL_L2 = 0.01
 def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
     """(field, value) moves of the coordinate descent: 'gate_up'/'down' tiles, 'block_m',
     'group_m', grouped 'tail_m' and 'gate_up_registers' / 'down_registers' (a tile's
-    max_registers), route-direct 'pdl', 'down_tiles', 'down_preload', 'gate_up_stages' /
+    max_registers), route-direct 'pdl', 'down_tiles', 'gate_up_stages' /
     'down_stages' (a tile's num_stages), 'register_caps' (both tiles' max_registers at once)
     and (FP8) 'fp16_products', grouped FP8 'block_m+gate_up' (both at
     once: value (BLOCK_M, gate/up tile)), grouped fp8_tensor 'gluon' (value: the Gluon tile set's
@@ -81,9 +81,6 @@ def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
                 yield "down", policy.Tile(dn, bk, 4, 3, swap_ab=True)
         for tiles in (1, 2, 4, 8):
             yield "down_tiles", tiles
-        # K steps of the GEMV down's weights loaded before its PDL wait (policy.RouteDirectConfig)
-        for preload in (1, 2, 3, 4):
-            yield "down_preload", preload
         if fp8:
             for half in (False, True):
                 yield "fp16_products", half
@@ -151,7 +148,7 @@ def apply(cfg, field: str, value, promote_k: int | None = None):
     ``promote_k`` (descent's interval: the rule's at the case's M, ``promote_rule``) is given, so
     a move back to a longer K step restores it; tail_m 0 at or above BLOCK_M and with the Gluon
     kernels; a route-direct tensor-core down takes
-    down_tiles 1 and down_preload 1; with both kernels tensor-core forms, fp16_products False)."""
+    down_tiles 1; with both kernels tensor-core forms, fp16_products False)."""
     tile, _, part = field.rpartition("_")
     if part in TILE_FIELD_MOVES and tile in ("gate_up", "down"):  # one field of one tile
         tile_cfg = dataclasses.replace(getattr(cfg, tile), **{TILE_FIELD_MOVES[part]: value})
@@ -166,7 +163,7 @@ def apply(cfg, field: str, value, promote_k: int | None = None):
     else:
         cfg = dataclasses.replace(cfg, **{field: value})
     if isinstance(cfg, policy.RouteDirectConfig):
-        cfg = dataclasses.replace(cfg, down_tiles=1, down_preload=1) if cfg.down.swap_ab else cfg
+        cfg = dataclasses.replace(cfg, down_tiles=1) if cfg.down.swap_ab else cfg
         both_mma = cfg.gate_up.swap_ab and cfg.down.swap_ab
         return dataclasses.replace(cfg, fp16_products=False) if both_mma else cfg
     if isinstance(cfg, policy.GroupedConfig):

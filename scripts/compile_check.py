@@ -224,18 +224,6 @@ CASES = [
      route_gate_up(3, 1, 0, False, 8, 512, STAGES=3), 4, False),
     ("route_down fp8_tensor k8 N8 K256 3 stages PDL", route_down_kernel, ROUTE_DOWN_FP8,
      route_down(8, 1, 1, False, 0, False, 8, 256, PDL=True, STAGES=3), 4, False),
-    # the down's first K steps' weight tiles loaded before the PDL wait (RouteDirectConfig.down_preload):
-    # Qwen3-30B's M=1 entries (I 768 in steps of 256), GPT-OSS TP4's (720 in 512), DeepSeek-V3 TP8's (256 in 128)
-    ("route_down fp8_tensor k8 N4 K256 PDL preload 3", route_down_kernel, ROUTE_DOWN_FP8,
-     route_down(8, 1, 1, False, 0, False, 4, 256, PDL=True, FP16_PRODUCTS=True, PRELOAD=3), 8, False),
-    ("route_down bf16 k8 N4 K256 PDL preload 3", route_down_kernel, ROUTE_DOWN_BF16,
-     route_down(8, 0, 1, False, 0, False, 4, 256, PDL=True, PRELOAD=3), 8, False),
-    ("route_down fp8_block k4 N8 K512 PDL preload 2", route_down_kernel, ROUTE_DOWN_FP8,
-     route_down(4, 2, 1, False, 2, False, 8, 512, PDL=True, FP16_PRODUCTS=True, PRELOAD=2), 4, False),
-    ("route_down fp8_tensor k8 N16 K128 PDL preload 2", route_down_kernel, ROUTE_DOWN_FP8,
-     route_down(8, 1, 1, False, 0, False, 16, 128, PDL=True, PRELOAD=2), 4, False),
-    ("route_down w4a8 k8 N16 K128 PDL preload 4", route_down_kernel, ROUTE_DOWN_W4,
-     route_down(8, 3, 1, True, 0, False, 16, 128, PDL=True, PRELOAD=4), 4, False),
     # per-program timelines (fusedmoe._trace: %globaltimer, %smid), as scripts/decode_timeline.py builds them
     ("route_gate_up fp8_tensor PDL traced", route_gate_up_kernel, dict(ROUTE_GATE_UP_FP8, trace_ptr="*i64"),
      route_gate_up(1, 1, 0, False, 4, 2048, PDL=True, TRACE=True), 8, False),

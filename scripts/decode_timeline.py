@@ -57,7 +57,6 @@ VARIANTS = {
     "gu_w4": lambda c: _tile(c, "gate_up", num_warps=4),
     "gu_n2x": lambda c: _tile(c, "gate_up", block_n=2 * c.gate_up.block_n),
     "gu_cap64_dn_cap96": lambda c: _tile(_tile(c, "gate_up", max_registers=64), "down", max_registers=96),
-    "down_preload4": lambda c: dataclasses.replace(c, down_preload=4),
 }
 
 FIELDS = ("graph", "traced", "gap", "gu_all_in", "gu_end", "gu_prog", "dn_first", "dn_all_in", "dn_early",

@@ -780,29 +780,6 @@ def test_route_direct_gemv_pipeline_is_bitwise_unpipelined(fmt, pdl, device):
         assert torch.equal(got.view(torch.int16), want.view(torch.int16)), stages
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
-def test_route_direct_down_preload_is_bitwise_one_step(fmt, device):
-    # Loading more of the down's weight tiles before the PDL wait changes when they arrive, not
-    # what is computed: bitwise one preloaded step, and the reference.  I = 300 takes three K steps
-    # of 128 (the last partial), so 2 preloads part of them, 3 all, 4 is clamped to 3; with 3 H
-    # tiles per program only the first tile's steps are preloaded; split K 2 reduces in the down.
-    m, e, k, h, i = 3, 6, 3, 200, 300
-    weights, x, tw, ids = make_layer(m, e, k, h, i, fmt, device)
-    shared = torch.randn_like(x)
-    for tiles in (1, 3):
-        plain = policy.RouteDirectConfig(policy.Tile(8, 128, 4, 1, split_k=2), policy.Tile(16, 128, 4, 1), pdl=True,
-                                         down_tiles=tiles)
-        want = fused_moe(x, weights, tw, ids, path="route_direct", config=plain, shared_output=shared)
-        for preload in (2, 3, 4):
-            cfg = dataclasses.replace(plain, down_preload=preload)
-            assert policy.legal("route_direct", cfg, fmt)
-            got = run_and_check(weights, x, tw, ids, "route_direct", shared=shared, config=cfg)
-            assert torch.equal(got.view(torch.int16), want.view(torch.int16)), (tiles, preload)
-    mma_down = dataclasses.replace(plain, down=policy.Tile(16, 128, 4, 3, swap_ab=True), down_tiles=1)
-    assert not policy.legal("route_direct", dataclasses.replace(mma_down, down_preload=2), "fp8_tensor")
-    assert not policy.legal("route_direct", dataclasses.replace(plain, down_preload=5), fmt)
-
-
 @pytest.mark.parametrize("fmt,tensor_cores", [(PLAIN_FORMAT, False), (PLAIN_FORMAT, True), ("fp8_block", True)])
 def test_route_direct_trace_writes_each_programs_row_and_leaves_the_output(fmt, tensor_cores, device):
     # The timeline probe's kernels (TRACE, scripts/decode_timeline.py) compute what the plain

@@ -410,11 +410,8 @@ def test_down_tiles_moves():
     assert not policy.legal("route_direct", dataclasses.replace(mma, down_tiles=2), "fp8_tensor")
     assert not policy.legal("route_direct", dataclasses.replace(gemv, down_tiles=0), "fp8_tensor")
     fields = {f for f, _ in tune.candidates("route_direct", "fp8_tensor")}
-    assert {"pdl", "gate_up", "down", "down_tiles", "down_preload", "fp16_products", "gate_up_stages",
-            "down_stages", "register_caps"} == fields
-    preloaded = tune.apply(gemv, "down_preload", 3)
-    assert preloaded.down_preload == 3 and policy.legal("route_direct", preloaded, "fp8_tensor")
-    assert tune.apply(preloaded, "down", policy.Tile(16, 128, 4, 3, swap_ab=True)).down_preload == 1
+    assert {"pdl", "gate_up", "down", "down_tiles", "fp16_products", "gate_up_stages", "down_stages",
+            "register_caps"} == fields
     assert "fp16_products" not in {f for f, _ in tune.candidates("route_direct", "bf16")}
     half = tune.apply(gemv, "fp16_products", True)
     assert half.fp16_products and policy.legal("route_direct", half, "fp8_tensor")

@@ -27,10 +27,9 @@ PDL (programmatic dependent launch, sm_90+; ``RouteDirectConfig.pdl``): both ker
 launched so that each may start before its predecessor in the stream has finished.  A
 gate/up program first waits for the predecessor grid (``griddepcontrol.wait``: its writes are
 then visible), then lets the down grid launch.  A down program reads the routing (written
-before gate/up began) and loads the weight tiles of its first K steps (PRELOAD of them:
-``RouteDirectConfig.down_preload``), then waits for the gate/up grid before it reads act or
-writes out.  So the down grid's launch and first weight loads overlap
-the gate/up tail instead of following it.  Without PDL the two instructions do nothing.
+before gate/up began) and loads the weight tile of its first K step, then waits for the
+gate/up grid before it reads act or writes out.  So the down grid's launch and first weight
+loads overlap the gate/up tail instead of following it.  Without PDL the two instructions do nothing.
 """
 
 from __future__ import annotations
@@ -407,47 +406,18 @@ def _down_tile_step(act_ptr, w, acc, it, steps, t0, r, held, e, t, offs_n, offs_
 
 
 @triton.jit
-def _preload_down(w_ptr, ws_ptr, e, held, t0, steps, offs_n, offs_k, H, I, stride_we, stride_wn, stride_wse,
-                  stride_wsn, W_SCALE: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                  PRELOAD: tl.constexpr):
-    """route_down_kernel's weight tiles of steps 0 .. PRELOAD - 1 (at most the program's steps), a
-    tuple, loaded before its PDL wait."""
-    tiles = ()
-    for i in tl.static_range(PRELOAD):
-        tiles = tiles + (_down_weights(w_ptr, ws_ptr, e, held, t0, i, steps, offs_n, offs_k, H, I, stride_we,
-                                       stride_wn, stride_wse, stride_wsn, W_SCALE, BLOCK_N, BLOCK_K),)
-    return tiles
-
-
-@triton.jit
-def _down_preloaded_steps(act_ptr, tiles, acc, steps, t0, r, held, e, t, offs_n, offs_k, offs_g, ws_ptr,
-                          b_ptr, tw_ptr, shared_ptr, out_ptr, H, I, R, stride_wse, stride_wsn, stride_s, stride_o,
-                          KP: tl.constexpr, W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr,
-                          HAS_BIAS: tl.constexpr, HAS_SHARED: tl.constexpr, BLOCK_N: tl.constexpr,
-                          BLOCK_K: tl.constexpr, TILES: tl.constexpr, FP16_PRODUCTS: tl.constexpr,
-                          PRELOAD: tl.constexpr):
-    """Steps 0 .. PRELOAD - 1 of route_down_kernel with the tiles ``_preload_down`` loaded."""
-    for i in tl.static_range(PRELOAD):
-        acc = _down_tile_step(act_ptr, tiles[i], acc, i, steps, t0, r, held, e, t, offs_n, offs_k, offs_g, ws_ptr,
-                              b_ptr, tw_ptr, shared_ptr, out_ptr, H, I, R, stride_wse, stride_wsn, stride_s,
-                              stride_o, KP, W_SCALE, SPLIT_K, ACTIVATION, HAS_BIAS, HAS_SHARED, BLOCK_N, BLOCK_K,
-                              TILES, FP16_PRODUCTS)
-    return acc
-
-
-@triton.jit
 def route_down_kernel(
         act_ptr, w_ptr, ws_ptr, b_ptr, ids_ptr, tw_ptr, shared_ptr, out_ptr,
         H, I, R, expert_offset, num_local, stride_we, stride_wn, stride_wse, stride_wsn, stride_s, stride_o,
         TOPK: tl.constexpr, W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, HAS_SHARED: tl.constexpr,
         ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
         PDL: tl.constexpr = False, TILES: tl.constexpr = 1, FP16_PRODUCTS: tl.constexpr = False,
-        STAGES: tl.constexpr = 1, trace_ptr=None, TRACE: tl.constexpr = False, PRELOAD: tl.constexpr = 1):
+        STAGES: tl.constexpr = 1, trace_ptr=None, TRACE: tl.constexpr = False):
     """out[t, n] = sum_j w[t,j] * (W2_e act_r + b_e)[n] (+ shared[t, n]), r = t*TOPK + j, over held
     routes; bias b [E, H] if HAS_BIAS.  A program computes TILES consecutive tiles of BLOCK_N
     rows of H for its token, one K step after another (its routes read once).  With PDL the
-    weight tiles of its first PRELOAD steps (1..4, at most its steps) are loaded before the wait
-    for gate/up.  STAGES: the step loop's pipeline depth.  TRACE: each program's timeline into trace_ptr (``fusedmoe._trace``)."""
+    weight tile of its first step is loaded before the wait for gate/up.  STAGES: the step
+    loop's pipeline depth.  TRACE: each program's timeline into trace_ptr (``fusedmoe._trace``)."""
     trace_mark(trace_ptr, 0, TRACE)
     KP: tl.constexpr = triton.next_power_of_2(TOPK)
     pid = tl.program_id(0)
@@ -461,15 +431,15 @@ def route_down_kernel(
     acc = tl.zeros([KP, BLOCK_N], dtype=tl.float32)
     first = 0
     if PDL:  # the first weights are in flight while gate/up finishes
-        tiles = _preload_down(w_ptr, ws_ptr, e, held, t0, steps, offs_n, offs_k, H, I, stride_we, stride_wn,
-                              stride_wse, stride_wsn, W_SCALE, BLOCK_N, BLOCK_K, PRELOAD)
+        w = _down_weights(w_ptr, ws_ptr, e, held, t0, 0, steps, offs_n, offs_k, H, I, stride_we, stride_wn,
+                          stride_wse, stride_wsn, W_SCALE, BLOCK_N, BLOCK_K)
         pdl_wait()
         trace_mark(trace_ptr, 1, TRACE)
-        acc = _down_preloaded_steps(act_ptr, tiles, acc, steps, t0, r, held, e, t, offs_n, offs_k, offs_g,
-                                    ws_ptr, b_ptr, tw_ptr, shared_ptr, out_ptr, H, I, R, stride_wse, stride_wsn,
-                                    stride_s, stride_o, KP, W_SCALE, SPLIT_K, ACTIVATION, HAS_BIAS, HAS_SHARED,
-                                    BLOCK_N, BLOCK_K, TILES, FP16_PRODUCTS, PRELOAD)
-        first = PRELOAD
+        acc = _down_tile_step(act_ptr, w, acc, 0, steps, t0, r, held, e, t, offs_n, offs_k, offs_g, ws_ptr,
+                              b_ptr, tw_ptr, shared_ptr, out_ptr, H, I, R, stride_wse, stride_wsn, stride_s,
+                              stride_o, KP, W_SCALE, SPLIT_K, ACTIVATION, HAS_BIAS, HAS_SHARED, BLOCK_N, BLOCK_K, TILES,
+                              FP16_PRODUCTS)
+        first = 1
     else:
         trace_mark(trace_ptr, 1, TRACE)
     for it in tl.range(first, TILES * steps, num_stages=STAGES):

@@ -65,7 +65,7 @@ def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torc
     ws, se, sn, mode = scale_args(weights, weights.w2_scale, x)
     down = route_down_mma_kernel if dn.swap_ab else route_down_kernel
     gemv_down = {} if dn.swap_ab else dict(TILES=config.down_tiles, FP16_PRODUCTS=config.fp16_products,
-                                           STAGES=dn.num_stages, **_preload(config, inter))
+                                           STAGES=dn.num_stages)
     run(down, (dn_programs,),
         act, weights.w2, ws, optional_ptr(weights.w2_bias, x), topk_ids, topk_weights,
         optional_ptr(shared_output, out), out,
@@ -76,12 +76,6 @@ def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torc
         BLOCK_N=dn.block_n, BLOCK_K=dn.block_k, num_warps=dn.num_warps,
         num_stages=dn.num_stages if dn.swap_ab else 1, **gemv_down, **dn.register_cap(), **dn_trace, **pdl)
     return out
-
-
-def _preload(config: RouteDirectConfig, inter: int) -> dict:
-    """The GEMV down's PRELOAD: config.down_preload clamped to its K steps; none without PDL."""
-    steps = min(config.down_preload, cdiv(inter, config.down.block_k))
-    return dict(PRELOAD=steps) if config.pdl and steps > 1 else {}
 
 
 def _plain_launch(kernel, grid: tuple, *args, **kwargs) -> None:
