@@ -18,7 +18,8 @@ call's first gate/up start:
     python scripts/decode_timeline.py --cases hunyuan_tp8:fp8_tensor:1,gpt_oss_120b_tp4:fp8_block:1 --out R/timeline
 
 ``--fixed`` times each case instead as benched, with every id -1 and with every route on one
-expert (``fixed_cost_case``): what the call costs with no weight read.  ``--variants`` also runs
+expert (``fixed_cost_case``): what the call costs with no weight read; ``--dropped`` adds each
+case's timelines with every id -1.  ``--variants`` also runs
 each case with its config changed (``VARIANTS``: PDL off, down with 4
 warps, ...), to see what a change moves.  Writes ``timeline.json`` (the summaries, and one
 call's raw rows per case) and ``timeline.md``; ``--plot DIR`` draws each case's raw call from a
@@ -73,7 +74,10 @@ def call_summary(gu: torch.Tensor, dn: torch.Tensor, prev_dn_end: float | None) 
     [programs, TRACE_FIELDS] (int64, ns)."""
     gu, dn = gu.double(), dn.double()
     t0 = gu[:, 0].min().item()
-    done = gu[:, 2] > 0
+    done = gu[:, 2] > 0  # a program whose route is dropped exits before it writes its end
+    if not done.any():  # every route dropped (--dropped): gate/up ends with its last wait
+        done = torch.ones_like(done)
+        gu[:, 2] = gu[:, 1]
     gu_end = gu[done, 2].max().item()
     us = lambda v: (v - t0) / 1e3  # noqa: E731
     return dict(
@@ -88,8 +92,9 @@ def call_summary(gu: torch.Tensor, dn: torch.Tensor, prev_dn_end: float | None) 
 
 
 def timeline_case(shape, fmt: str, m: int, dev: torch.device, s: harness.Settings, bw: float, target: float,
-                  config: policy.RouteDirectConfig | None = None) -> dict:
-    """The case's summary (medians over calls 2..) and one call's raw rows."""
+                  config: policy.RouteDirectConfig | None = None, fill: int | None = None) -> dict:
+    """The case's summary (medians over calls 2..) and one call's raw rows; ``fill``: every id
+    set to it (-1: both grids launched, no weight read)."""
     inp = harness.case_inputs(shape, fmt, m, s, dev, bw, target)
     w0 = inp.copies[0]
     k = shape.top_k
@@ -103,6 +108,7 @@ def timeline_case(shape, fmt: str, m: int, dev: torch.device, s: harness.Setting
 
     def call(i: int, traced: bool):
         tw, ids = inp.routings[i]
+        ids = ids if fill is None else torch.full_like(ids, fill)
         route_direct_moe(inp.x, inp.copies[i % len(inp.copies)], tw, ids, outs[i], None, 0, cfg, activation,
                          trace=traces[i] if traced else None)
 
@@ -201,6 +207,8 @@ def main(argv=None) -> int:
                     help="shape:format:M, comma-separated")
     ap.add_argument("--calls", type=int, default=20)
     ap.add_argument("--variants", default="", help="comma-separated names of VARIANTS")
+    ap.add_argument("--dropped", action="store_true", help="also each case with every id -1 (variant ' ids -1': "
+                    "the programs' timelines with no weight read)")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--plot", type=Path, default=None, help="draw --out's timeline.json into this folder, no GPU")
     ap.add_argument("--fixed", action="store_true", help="no timelines: each case's graph time as benched, with "
@@ -234,6 +242,9 @@ def main(argv=None) -> int:
         torch.cuda.empty_cache()  # the case's weight copies
         rows.append(r)
         print(table([r]).splitlines()[-1], flush=True)
+        if a.dropped:
+            rows.append(dict(timeline_case(shape, fmt, int(m), dev, s, bw, target, fill=-1), variant=" ids -1"))
+            print(table(rows[-1:]).splitlines()[-1], flush=True)
         base = policy.select_config("route_direct", int(m), shape.top_k, shape.num_experts, shape.hidden_size,
                                     shape.intermediate_size, fmt, device_name(dev), num_sms(dev))
         for v in filter(None, a.variants.split(",")):

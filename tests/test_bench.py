@@ -355,6 +355,15 @@ def test_timeline_call_summary_by_hand():
     assert s["dn_after"] == pytest.approx(1.2) and (s["sms_gu"], s["sms_dn"]) == (2, 2)
 
 
+def test_timeline_call_summary_every_route_dropped():
+    # --dropped: every gate/up program exits before its end mark; gate/up ends with its last wait
+    gu = torch.tensor([[1000, 1100, 0, 0, 0, 0, 0, 0], [1500, 1700, 0, 1, 0, 0, 0, 0]])
+    dn = torch.tensor([[1200, 2500, 3500, 2, 0, 0, 0, 0], [1300, 2600, 3900, 0, 0, 0, 0, 0]])
+    s = _timeline_module().call_summary(gu, dn, prev_dn_end=None)
+    assert s["gu_end"] == pytest.approx(0.7) and s["gu_prog"] == 0.0
+    assert s["dn_early"] == 2 and s["dn_after"] == pytest.approx(1.15)
+
+
 def test_timeline_plot_draws_each_case(tmp_path):
     pytest.importorskip("matplotlib")
     raw = [[0, 50, 3000, 0, 0, 0, 0, 0], [100, 150, 0, 1, 0, 0, 0, 0], [2500, 4000, 5000, 1, 0, 0, 0, 0]]
