@@ -58,6 +58,8 @@ VARIANTS = {
     "gu_w4": lambda c: _tile(c, "gate_up", num_warps=4),
     "gu_n2x": lambda c: _tile(c, "gate_up", block_n=2 * c.gate_up.block_n),
     "gu_cap64_dn_cap96": lambda c: _tile(_tile(c, "gate_up", max_registers=64), "down", max_registers=96),
+    "fp16_on": lambda c: dataclasses.replace(c, fp16_products=True),
+    "fp16_off": lambda c: dataclasses.replace(c, fp16_products=False),
 }
 
 FIELDS = ("graph", "traced", "gap", "gu_all_in", "gu_end", "gu_prog", "dn_first", "dn_all_in", "dn_early",
@@ -207,7 +209,7 @@ def main(argv=None) -> int:
                     help="shape:format:M, comma-separated")
     ap.add_argument("--calls", type=int, default=20)
     ap.add_argument("--variants", default="", help="comma-separated names of VARIANTS")
-    ap.add_argument("--dropped", action="store_true", help="also each case with every id -1 (variant ' ids -1': "
+    ap.add_argument("--dropped", action="store_true", help="also each case and variant with every id -1 (' ids -1': "
                     "the programs' timelines with no weight read)")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--plot", type=Path, default=None, help="draw --out's timeline.json into this folder, no GPU")
@@ -238,23 +240,17 @@ def main(argv=None) -> int:
     for spec in a.cases.split(","):
         name, fmt, m = spec.split(":")
         shape = shapes.get_shape(name)
-        r = timeline_case(shape, fmt, int(m), dev, s, bw, target)
-        torch.cuda.empty_cache()  # the case's weight copies
-        rows.append(r)
-        print(table([r]).splitlines()[-1], flush=True)
-        if a.dropped:
-            rows.append(dict(timeline_case(shape, fmt, int(m), dev, s, bw, target, fill=-1), variant=" ids -1"))
-            print(table(rows[-1:]).splitlines()[-1], flush=True)
         base = policy.select_config("route_direct", int(m), shape.top_k, shape.num_experts, shape.hidden_size,
                                     shape.intermediate_size, fmt, device_name(dev), num_sms(dev))
-        for v in filter(None, a.variants.split(",")):
-            cfg = VARIANTS[v](base)
-            if cfg == base or not policy.legal("route_direct", cfg, fmt):
+        runs = [("", base)] + [(f" {v}", VARIANTS[v](base)) for v in filter(None, a.variants.split(","))]
+        for label, cfg in runs:
+            if label and (cfg == base or not policy.legal("route_direct", cfg, fmt)):
                 continue
-            r = dict(timeline_case(shape, fmt, int(m), dev, s, bw, target, cfg), variant=f" {v}")
-            torch.cuda.empty_cache()
-            rows.append(r)
-            print(table([r]).splitlines()[-1], flush=True)
+            for fill in (None, -1) if a.dropped else (None,):
+                r = timeline_case(shape, fmt, int(m), dev, s, bw, target, cfg, fill=fill)
+                torch.cuda.empty_cache()  # the case's weight copies
+                rows.append(dict(r, variant=label + (" ids -1" if fill is not None else "")) if label or fill else r)
+                print(table(rows[-1:]).splitlines()[-1], flush=True)
     text = table(rows)
     print(text)
     if a.out:
