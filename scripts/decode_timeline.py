@@ -60,6 +60,8 @@ VARIANTS = {
     "gu_cap64_dn_cap96": lambda c: _tile(_tile(c, "gate_up", max_registers=64), "down", max_registers=96),
     "fp16_on": lambda c: dataclasses.replace(c, fp16_products=True),
     "fp16_off": lambda c: dataclasses.replace(c, fp16_products=False),
+    # the tensor-core down (FP8 weights; it loads no weights before its wait)
+    "down_mma": lambda c: dataclasses.replace(c, down=policy.Tile(16, 128, 4, 3, swap_ab=True), down_tiles=1),
 }
 
 FIELDS = ("graph", "traced", "gap", "gu_all_in", "gu_end", "gu_prog", "dn_first", "dn_all_in", "dn_early",
