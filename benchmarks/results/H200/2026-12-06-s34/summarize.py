@@ -138,7 +138,8 @@ def main():
     # calls 1, 4, 5: timelines
     for call, title in (("call1", "pipelined gate/up and down tiles forced"),
                         ("call4", "as benched and with every id -1"),
-                        ("call5", "every id -1, products in fp16 / fp32, 4 / 8 down warps")):
+                        ("call5", "every id -1, products in fp16 / fp32, 4 / 8 down warps"),
+                        ("call6", "every id -1, the tensor-core down")):
         md += [f"## {call.capitalize()[:-1]} {call[-1]}: timelines, {title} (us from the call's first gate/up start)", "",
                (HERE / call / "timeline" / "timeline.md").read_text().strip(), ""]
         summary[f"timeline_{call}"] = json.loads((HERE / call / "timeline" / "timeline_summary.json").read_text())["rows"]
