@@ -26,3 +26,7 @@ bench_in_turn() {
     timeout $limit $cmd --out $R/dec_${n}_$v > $R/dec_${n}_$v.log 2>&1; step "dec $n $v rc $?"
   done
 }
+# same_configs A.json B.json: whether two route-direct tables hold the same configs (times aside)
+same_configs() {
+  python -c "import json,sys; c=lambda f: sorted(json.dumps(e['config'], sort_keys=True) for e in json.load(open(f))['entries']); sys.exit(c(sys.argv[1]) != c(sys.argv[2]))" "$1" "$2"
+}

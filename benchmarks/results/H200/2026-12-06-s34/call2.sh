@@ -11,8 +11,7 @@ timeout 200 python -m fusedmoe tune --shape peers --formats bf16,fp8_tensor,fp8_
   --paths route_direct --moves down_preload --force --budget-min 3.0 --log $R/tune.jsonl > $R/tune.log 2>&1
 step "tune rc $?"
 cp $T $R/route_direct_tuned.json
-same() { python -c "import json,sys; c=lambda f: sorted(json.dumps(e['config'], sort_keys=True) for e in json.load(open(f))['entries']); sys.exit(c('$1') != c('$2'))"; }
-if same $R/route_direct_start.json $R/route_direct_tuned.json; then step "no entry moved"; else
+if same_configs $R/route_direct_start.json $R/route_direct_tuned.json; then step "no entry moved"; else
   B="python -m fusedmoe bench --routing softmax --no-check --paths auto --formats bf16,fp8_tensor,fp8_block --tokens 1,2 --shape peers --replays 10"
   bench_in_turn "$B" 35 start tuned tuned start
   cp $R/route_direct_start.json $T
