@@ -6,16 +6,7 @@
 # format case at M=1 (decode_timeline --fixed: as benched, every id -1, every route on one
 # expert; the thirty-third session's call 2, never run).
 R=/tmp/r2; LIMIT=570; . scripts/call_setup.sh
-cp $T $R/route_direct_start.json
-timeout 200 python -m fusedmoe tune --shape peers --formats bf16,fp8_tensor,fp8_block --tokens 1,2 \
-  --paths route_direct --moves down_preload --force --budget-min 3.0 --log $R/tune.jsonl > $R/tune.log 2>&1
-step "tune rc $?"
-cp $T $R/route_direct_tuned.json
-if same_configs $R/route_direct_start.json $R/route_direct_tuned.json; then step "no entry moved"; else
-  B="python -m fusedmoe bench --routing softmax --no-check --paths auto --formats bf16,fp8_tensor,fp8_block --tokens 1,2 --shape peers --replays 10"
-  bench_in_turn "$B" 35 start tuned tuned start
-  cp $R/route_direct_start.json $T
-fi
+tune_and_ab down_preload 1,2 200 3.0 1,2 35
 C=$(for s in qwen3_30b_a3b deepseek_v3_tp8 mixtral_8x7b_tp2 hunyuan_tp8 gpt_oss_120b_tp4; do
       for f in bf16 fp8_tensor fp8_block; do printf "%s:%s:1," $s $f; done; done)
 timeout 200 python scripts/decode_timeline.py --fixed --cases ${C%,} --out $R/fixed > $R/fixed.log 2>&1

@@ -6,19 +6,10 @@
 # M 1, 2, 4 with the start table and the tuned one in turn if any entry moved.
 R=/tmp/r3; LIMIT=575; . scripts/call_setup.sh
 S=benchmarks/results/H200/2026-12-06-s34
-cp $T $R/route_direct_start.json
 timeout 110 python -m pytest -q -x tests/test_fused_moe.py tests/test_policy.py \
   -k "down_split or preload_is_bitwise or trace_writes or pdl_equals" > $R/tests.log 2>&1
 step "tests rc $?"
 timeout 70 python $S/split_down_check.py > $R/split_down_check.log 2>&1
 step "check rc $?"
-timeout 180 python -m fusedmoe tune --shape peers --formats bf16,fp8_tensor,fp8_block --tokens 1,2,4,8 \
-  --paths route_direct --moves down_split --force --budget-min 2.8 --log $R/tune.jsonl > $R/tune.log 2>&1
-step "tune rc $?"
-cp $T $R/route_direct_tuned.json
-if same_configs $R/route_direct_start.json $R/route_direct_tuned.json; then step "no entry moved"; else
-  B="python -m fusedmoe bench --routing softmax --no-check --paths auto --formats bf16,fp8_tensor,fp8_block --tokens 1,2,4 --shape peers --replays 10"
-  bench_in_turn "$B" 42 start tuned tuned start
-  cp $R/route_direct_start.json $T
-fi
+tune_and_ab down_split 1,2,4,8 180 2.8 1,2,4 42
 finish
