@@ -108,13 +108,20 @@ class RouteDirectConfig:
     against float64 from 0.164% to 0.180-0.186% (Qwen3-30B and Hunyuan, M 1..512).  A tuner move.
     With PDL a GEMV down program loads its first K step's weight tile before it waits for
     gate/up (more steps held through the wait were a tuner move from the thirty-first to the
-    thirty-fourth session, taken by no entry: docs/paths.md)."""
+    thirty-fourth session, taken by no entry: docs/paths.md).
+    down_gluon: run the GEMV down as the Gluon kernel of ``paths/_route_direct_gluon_kernels.py``
+    (the same tile, its activations loaded in the weights' layout, no shared-memory round per
+    K step) where it runs (``route_direct.uses_gluon_down``: sm_90, I a multiple of 16 bytes of
+    weights); elsewhere the Triton kernel runs the same tile.  One K split of gate/up, 16-bit
+    or FP8 weights, one H tile per program, the K loop unpipelined; its products are fp32
+    (fp16_products then applies to gate/up alone).  A tuner move."""
 
     gate_up: Tile
     down: Tile
     pdl: bool = False
     down_tiles: int = 1
     fp16_products: bool = False
+    down_gluon: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "json", config_json(self))
@@ -516,7 +523,7 @@ def config_from_dict(path: str, d: dict) -> GroupedConfig | RouteDirectConfig:
         return GroupedConfig(d["block_m"], Tile(**d["gate_up"]), Tile(**d["down"]), d.get("group_m", 1),
                              d.get("fp8_promote_k", 32), d.get("gluon", False), d.get("tail_m", 0))
     return RouteDirectConfig(Tile(**d["gate_up"]), Tile(**d["down"]), d.get("pdl", False), d.get("down_tiles", 1),
-                             d.get("fp16_products", False))
+                             d.get("fp16_products", False), d.get("down_gluon", False))
 
 
 def legal(path: str, cfg: GroupedConfig | RouteDirectConfig, fmt: str) -> bool:
@@ -559,8 +566,13 @@ def legal(path: str, cfg: GroupedConfig | RouteDirectConfig, fmt: str) -> bool:
                                         and all(t.swap_ab or t.block_k >= 16 for t in tiles))
     # FP4 weights (w4a8): the GEMV forms only, K steps of whole 32-column exponent groups
     fp4_ok = fmt != "w4a8" or (not gu.swap_ab and not dn.swap_ab and all(t.block_k >= 32 for t in tiles))
+    # the Gluon down: the GEMV form's tile of 16-bit or FP8 weights, one gate/up K split, one H
+    # tile a program, no pipeline or register cap, K steps of whole 16-byte groups
+    gluon_ok = not cfg.down_gluon or (fmt in ("bf16", "fp16", "fp8_tensor", "fp8_block") and not dn.swap_ab
+                                      and gu.split_k == 1 and cfg.down_tiles == 1 and dn.num_stages == 1
+                                      and dn.max_registers == 0 and dn.block_k >= 16)
     return (pow2 and caps_ok and (fmt != "fp8_block" or all(t.block_k % 128 == 0 for t in tiles)) and dn.split_k == 1
-            and gu_ok and dn_ok and tiles_ok and fp16_ok and fp4_ok)
+            and gu_ok and dn_ok and tiles_ok and fp16_ok and fp4_ok and gluon_ok)
 
 
 # A table entry serves token counts within this factor of the M it was tuned at; beyond, the

@@ -30,6 +30,7 @@ from fusedmoe._plan_kernels import (_plan_recount_kernel, _plan_single_kernel, _
                                     _plan_tile_scatter_kernel)
 from fusedmoe.paths._grouped_kernels import gather_plan_rows_kernel, grouped_down_kernel, grouped_gate_up_kernel
 from fusedmoe.paths._grouped_gluon_kernels import K_STEP, tile_layout
+from fusedmoe.paths._route_direct_gluon_kernels import route_down_gluon_kernel
 from fusedmoe.paths._route_direct_kernels import (route_down_kernel, route_down_mma_kernel, route_gate_up_kernel,
                                                   route_gate_up_mma_kernel)
 from fusedmoe.paths.grouped import gluon_kernels
@@ -284,8 +285,10 @@ DIVISIBLE_BY_16 = {"H", "I", "hidden", "stride_x", "stride_we", "stride_wn", "st
 
 
 def compile_case(kernel, ptrs: dict, constexprs: dict, num_warps: int, num_stages: int = 3, **options):
-    """``kernel`` compiled for sm_90 with these pointer types and constexprs (other options, e.g.
-    maxnreg, go to triton.compile)."""
+    """``kernel`` (a Triton kernel, or a Gluon one that takes plain pointers) compiled for sm_90
+    with these pointer types and constexprs (other options, e.g. maxnreg, go to triton.compile)."""
+    from triton.experimental.gluon._runtime import GluonASTSource, GluonJITFunction
+
     params = inspect.signature(kernel.fn).parameters
     names = list(params)
     # constexprs with a default (PDL=False) keep it unless the case sets them, as a launch does;
@@ -298,7 +301,8 @@ def compile_case(kernel, ptrs: dict, constexprs: dict, num_warps: int, num_stage
            for n in names}
     attrs = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(names)
              if n not in constexprs and (n.endswith("_ptr") or n in DIVISIBLE_BY_16)}
-    src = ASTSource(fn=kernel, signature=sig, constexprs=constexprs, attrs=attrs)
+    source = GluonASTSource if isinstance(kernel, GluonJITFunction) else ASTSource
+    src = source(kernel, sig, constexprs, attrs)
     return triton.compile(src, target=TARGET, options=dict(num_warps=num_warps, num_stages=num_stages, **options))
 
 
@@ -321,6 +325,16 @@ def sass_facts(cubin: bytes) -> dict:
                 pdl_wait=sass.count("ACQBULK"), pdl_launch=sass.count("PREEXIT"),
                 instructions=len(re.findall(r"^\s+/\*[0-9a-f]{4,}\*/", sass, re.M)),
                 pdl_wait_first=launch_at < 0 or 0 <= wait_at < launch_at)
+
+
+# the Gluon route-direct down (RouteDirectConfig.down_gluon) at the PEERS tables' tiles:
+# (name, pointer dtypes, constexprs, num_warps)
+ROUTE_DOWN_GLUON = [
+    ("DeepSeek-V3 TP8 fp8_block 16x128", ROUTE_DOWN_FP8, dict(TOPK=8, W_SCALE=2, BLOCK_N=16, BLOCK_K=128), 4),
+    ("Hunyuan TP8 fp8_tensor 16x256", ROUTE_DOWN_FP8, dict(TOPK=8, W_SCALE=1, BLOCK_N=16, BLOCK_K=256), 8),
+    ("Mixtral TP2 fp8_tensor 16x512", ROUTE_DOWN_FP8, dict(TOPK=2, W_SCALE=1, BLOCK_N=16, BLOCK_K=512), 8),
+    ("GPT-OSS TP4 bf16 4x256 bias", ROUTE_DOWN_BF16, dict(TOPK=4, W_SCALE=0, BLOCK_N=4, BLOCK_K=256, HAS_BIAS=True), 8),
+]
 
 
 def compile_gluon(gemm: str, group_m: int = 1, block_m: int = 64, y_type: str = "*bf16"):
@@ -398,6 +412,14 @@ def main() -> int:
                    lambda f: f["qgmma"] == 0 or f["spill_ops"] > 0 or f["serialised"] or f["pdl_wait"] == 0
                    or not f["pdl_wait_first"])
              for gemm, y_type in (("gate_up", "*bf16"), ("down", "*bf16"), ("down", "*fp32")) for bm in GLUON_BLOCK_MS]
+    # the Gluon route-direct down with PDL and a shared output: no spills, no barrier in its K
+    # loop (the activations are loaded in the weights' layout), the wait before anything else
+    rows += [check(f"gluon route_down {name}",
+                   lambda: sass_facts(compile_case(route_down_gluon_kernel, ptrs,
+                                                   dict(dict(HAS_BIAS=False, HAS_SHARED=True, PDL=True), **cx),
+                                                   warps, num_stages=1).asm["cubin"]),
+                   lambda f: f["spill_ops"] > 0 or f["pdl_wait"] == 0 or not f["pdl_wait_first"])
+             for name, ptrs, cx, warps in ROUTE_DOWN_GLUON]
     ok = all(r["ok"] for r in rows)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))

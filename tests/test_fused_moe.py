@@ -333,6 +333,45 @@ def test_route_direct_fp16_products(fmt, gate_up, down, down_tiles, device):
     assert rel_l2(out, full) <= 2.0 ** -9
 
 
+@pytest.mark.parametrize("fmt", TENSOR_CORE_FORMATS)
+@pytest.mark.parametrize("down,fp16,pdl,shape", [
+    (policy.Tile(16, 128, 4, 1), False, True, (3, 9, 4, 200, 256)),   # DeepSeek-like tile: routes over warps
+    (policy.Tile(8, 512, 8, 1), False, False, (2, 5, 2, 136, 1040)),  # Mixtral-like: K steps past I
+    (policy.Tile(4, 256, 8, 1), True, True, (4, 12, 8, 96, 400)),     # Qwen3-like, fp16 products
+    (policy.Tile(16, 256, 8, 1), False, True, (1, 7, 8, 1000, 192))])  # Hunyuan-like: one K step
+def test_route_direct_gluon_down(fmt, down, fp16, pdl, shape, device):
+    # The Gluon down (sm_90; elsewhere the Triton down runs the same tile) on ragged H, I a
+    # multiple of 16 (its whole-group masks), dropped routes, an expert window, biases and a
+    # shared output: within the bounds against float64, and within rounding of the Triton down.
+    m, e, k, h, i = shape
+    weights, x, _, _ = make_layer(m, e, k, h, i, fmt, device)
+    weights = dataclasses.replace(weights, w2_bias=torch.randn(e, h, device=device) * 0.1)
+    ids = torch.randint(-1, e + 2, (m, k), device=device, dtype=torch.int32)  # this rank: experts [1, e + 1)
+    tw = torch.rand(m, k, device=device)
+    shared = torch.randn(m, h, device=device).to(ACT_DTYPE)
+    fp16 = fp16 and fmt != PLAIN_FORMAT
+    cfg = policy.RouteDirectConfig(policy.Tile(8, 128, 4, 1), down, pdl=pdl, fp16_products=fp16, down_gluon=True)
+    assert policy.legal("route_direct", cfg, fmt)
+    out = run_and_check(weights, x, tw, ids, "route_direct", shared=shared, offset=1, n_global=e + 2, config=cfg)
+    triton_down = fused_moe(x, weights, tw, ids, path="route_direct", shared_output=shared, expert_offset=1,
+                            num_experts=e + 2, config=dataclasses.replace(cfg, down_gluon=False))
+    assert rel_l2(out, triton_down) <= 2.0 ** -8
+    again = fused_moe(x, weights, tw, ids, path="route_direct", shared_output=shared, expert_offset=1,
+                      num_experts=e + 2, config=cfg)  # the cached launch
+    assert torch.equal(again, out)
+
+
+def test_route_direct_gluon_down_legality():
+    gemv = policy.RouteDirectConfig(policy.Tile(8, 128, 4, 1), policy.Tile(16, 128, 4, 1), down_gluon=True)
+    assert all(policy.legal("route_direct", gemv, f) for f in ("bf16", "fp16", "fp8_tensor", "fp8_block"))
+    assert not policy.legal("route_direct", gemv, "w4a8")
+    for bad in (dict(down_tiles=2), dict(gate_up=policy.Tile(8, 128, 4, 1, split_k=2)),
+                dict(down=policy.Tile(16, 128, 4, 2)), dict(down=policy.Tile(16, 128, 4, 1, max_registers=96)),
+                dict(down=policy.Tile(16, 128, 4, 3, swap_ab=True))):
+        assert not policy.legal("route_direct", dataclasses.replace(gemv, **bad), "fp8_tensor"), bad
+    assert policy.config_from_json(gemv.json) == gemv
+
+
 @pytest.mark.parametrize("fmt", ["fp8_tensor", "fp8_block"])
 def test_route_direct_fp16_products_at_the_fp16_bound(fmt, device):
     # The largest sums the fp16 products can meet: a gate row whose first 16 weights are stored

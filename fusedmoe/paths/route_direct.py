@@ -12,10 +12,11 @@ from ..epilogue import ACTIVATIONS
 from ..policy import RouteDirectConfig
 from .._launch import launch
 from .._pdl import pdl_launch
-from .._runtime import cdiv
+from .._runtime import cdiv, is_sm90
 from .._trace import TRACE_FIELDS
 from ..weights import ExpertWeights
 from ._common import optional_ptr, scale_args
+from ._route_direct_gluon_kernels import route_down_gluon_kernel
 from ._route_direct_kernels import (route_down_kernel, route_down_mma_kernel, route_gate_up_kernel,
                                     route_gate_up_mma_kernel)
 
@@ -63,8 +64,19 @@ def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torc
         num_warps=gu.num_warps, num_stages=gu.num_stages if gu.swap_ab else 1, **gemv_gate_up, **gu.register_cap(),
         **gu_trace, **pdl)
     ws, se, sn, mode = scale_args(weights, weights.w2_scale, x)
+    if uses_gluon_down(weights, config, x.device):
+        run(route_down_gluon_kernel, (dn_programs,),
+            act, weights.w2, ws, optional_ptr(weights.w2_bias, x), topk_ids, topk_weights,
+            optional_ptr(shared_output, out), out,
+            hidden, inter, r, expert_offset, e_local, weights.w2.stride(0), weights.w2.stride(1), se, sn,
+            shared_output.stride(0) if shared_output is not None else 0, out.stride(0),
+            TOPK=k, W_SCALE=mode, HAS_SHARED=shared_output is not None, HAS_BIAS=weights.w2_bias is not None,
+            BLOCK_N=dn.block_n, BLOCK_K=dn.block_k, num_warps=dn.num_warps, **dn_trace, **pdl)
+        return out
     down = route_down_mma_kernel if dn.swap_ab else route_down_kernel
-    gemv_down = {} if dn.swap_ab else dict(TILES=config.down_tiles, FP16_PRODUCTS=config.fp16_products,
+    # down_gluon's products are fp32 wherever it runs (off sm_90 the Triton down stands in)
+    gemv_down = {} if dn.swap_ab else dict(TILES=config.down_tiles,
+                                           FP16_PRODUCTS=config.fp16_products and not config.down_gluon,
                                            STAGES=dn.num_stages)
     run(down, (dn_programs,),
         act, weights.w2, ws, optional_ptr(weights.w2_bias, x), topk_ids, topk_weights,
@@ -76,6 +88,15 @@ def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torc
         BLOCK_N=dn.block_n, BLOCK_K=dn.block_k, num_warps=dn.num_warps,
         num_stages=dn.num_stages if dn.swap_ab else 1, **gemv_down, **dn.register_cap(), **dn_trace, **pdl)
     return out
+
+
+def uses_gluon_down(weights: ExpertWeights, config: RouteDirectConfig, device: torch.device) -> bool:
+    """Whether ``config.down_gluon`` runs the Gluon down here: on sm_90, for I a multiple of 16
+    bytes of weights (its loads and masks take whole 16-byte groups), not while torch.compile
+    traces the call.  Elsewhere the Triton GEMV down runs the same tile."""
+    vec = 16 // weights.w2.element_size()
+    return (config.down_gluon and is_sm90(device) and not torch.compiler.is_compiling()
+            and weights.intermediate_size % vec == 0 and weights.w2.stride(2) == 1)
 
 
 def _plain_launch(kernel, grid: tuple, *args, **kwargs) -> None:
