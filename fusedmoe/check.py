@@ -84,7 +84,8 @@ def variants(path: str, m: int, shape, fmt: str) -> list[tuple[str, object]]:
     width (64 columns with the SwiGLU output requantised by a launch of its own, or 128 fused),
     for every format tail tiles (``_tail_variant``), for FP8 an 8-warp gate/up capped at 128
     registers (``Tile.max_registers``: spills), and for fp8_tensor from GLUON_MIN_TOKENS the Gluon kernels; the grouped variants change the
-    heuristic's tiles, not a table entry's."""
+    heuristic's tiles, not a table entry's.  Route-direct also runs the Gluon down
+    (``RouteDirectConfig.down_gluon``) where the format takes it."""
     if path != "route_direct":
         if fmt not in A8_FORMATS:
             base = policy.grouped_config(m, shape.top_k, shape.num_local_experts, shape.hidden_size,
@@ -120,6 +121,13 @@ def variants(path: str, m: int, shape, fmt: str) -> list[tuple[str, object]]:
         runs[1:1] = [(path + "_mma", mma), (path + "_mma_pdl", dataclasses.replace(mma, pdl=True))]
     if fmt in FP8_FORMATS and not base.gate_up.swap_ab:
         runs.append((path + "_fp16", dataclasses.replace(base, fp16_products=True)))
+    # the Gluon down (sm_90, I a multiple of 16 bytes of weights; elsewhere the Triton down), on
+    # the heuristic's tiles with one gate/up K split and one H tile a program
+    gluon = dataclasses.replace(base, pdl=True, down_gluon=True, down_tiles=1,
+                                gate_up=dataclasses.replace(base.gate_up, split_k=1),
+                                down=dataclasses.replace(base.down, num_stages=1, max_registers=0))
+    if policy.legal(path, gluon, fmt):
+        runs.append((path + "_gluon_down", gluon))
     return runs
 
 
