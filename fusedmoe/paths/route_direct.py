@@ -65,28 +65,22 @@ def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torc
         **gu_trace, **pdl)
     ws, se, sn, mode = scale_args(weights, weights.w2_scale, x)
     if uses_gluon_down(weights, config, x.device):
-        run(route_down_gluon_kernel, (dn_programs,),
-            act, weights.w2, ws, optional_ptr(weights.w2_bias, x), topk_ids, topk_weights,
-            optional_ptr(shared_output, out), out,
-            hidden, inter, r, expert_offset, e_local, weights.w2.stride(0), weights.w2.stride(1), se, sn,
-            shared_output.stride(0) if shared_output is not None else 0, out.stride(0),
-            TOPK=k, W_SCALE=mode, HAS_SHARED=shared_output is not None, HAS_BIAS=weights.w2_bias is not None,
-            BLOCK_N=dn.block_n, BLOCK_K=dn.block_k, num_warps=dn.num_warps, **dn_trace, **pdl)
-        return out
-    down = route_down_mma_kernel if dn.swap_ab else route_down_kernel
-    # down_gluon's products are fp32 wherever it runs (off sm_90 the Triton down stands in)
-    gemv_down = {} if dn.swap_ab else dict(TILES=config.down_tiles,
-                                           FP16_PRODUCTS=config.fp16_products and not config.down_gluon,
-                                           STAGES=dn.num_stages)
+        down, extra = route_down_gluon_kernel, {}
+    else:
+        down = route_down_mma_kernel if dn.swap_ab else route_down_kernel
+        # down_gluon's products are fp32 wherever it runs (off sm_90 the Triton down stands in)
+        gemv_down = {} if dn.swap_ab else dict(TILES=config.down_tiles,
+                                               FP16_PRODUCTS=config.fp16_products and not config.down_gluon,
+                                               STAGES=dn.num_stages)
+        extra = dict(SPLIT_K=split, ACTIVATION=ACTIVATIONS[activation], num_stages=dn.num_stages if dn.swap_ab else 1,
+                     **gemv_down, **dn.register_cap())
     run(down, (dn_programs,),
         act, weights.w2, ws, optional_ptr(weights.w2_bias, x), topk_ids, topk_weights,
         optional_ptr(shared_output, out), out,
         hidden, inter, r, expert_offset, e_local, weights.w2.stride(0), weights.w2.stride(1), se, sn,
         shared_output.stride(0) if shared_output is not None else 0, out.stride(0),
-        TOPK=k, W_SCALE=mode, SPLIT_K=split, HAS_SHARED=shared_output is not None,
-        ACTIVATION=ACTIVATIONS[activation], HAS_BIAS=weights.w2_bias is not None,
-        BLOCK_N=dn.block_n, BLOCK_K=dn.block_k, num_warps=dn.num_warps,
-        num_stages=dn.num_stages if dn.swap_ab else 1, **gemv_down, **dn.register_cap(), **dn_trace, **pdl)
+        TOPK=k, W_SCALE=mode, HAS_SHARED=shared_output is not None, HAS_BIAS=weights.w2_bias is not None,
+        BLOCK_N=dn.block_n, BLOCK_K=dn.block_k, num_warps=dn.num_warps, **extra, **dn_trace, **pdl)
     return out
 
 
