@@ -26,12 +26,17 @@ Covers one K split of gate/up (act [R, I] fp32: ``SPLIT_K == 1``), bf16 / fp16 /
 fp8_block weights (W_SCALE 0, 1, 2; block scales need BLOCK_K a multiple of 128), biases,
 ``shared_output``, one H tile per program.  The interpreter cannot run Gluon: off sm_90 the
 launcher runs the Triton kernel with the same tiles (``route_direct.uses_gluon_down``).
+The PDL wait and the timeline marks are the Triton kernels' own (``_pdl.pdl_wait``,
+``_trace``), called from Gluon.
 """
 
 from __future__ import annotations
 
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
+
+from .._pdl import pdl_wait
+from .._trace import trace_end, trace_mark
 
 
 @gluon.constexpr_function
@@ -73,34 +78,6 @@ def _axis(layout, dim, rank):
 
 
 @gluon.jit
-def _pdl_wait(PDL: gl.constexpr):
-    """griddepcontrol.wait (every thread): gate/up's writes are visible after it."""
-    if PDL:
-        gl.inline_asm_elementwise("griddepcontrol.wait; // dummy $0", "=r", [], dtype=gl.int32, is_pure=False, pack=1)
-
-
-@gluon.jit
-def _trace_mark(trace_ptr, SLOT: gl.constexpr, TRACE: gl.constexpr):
-    """``_trace.trace_mark`` for this kernel: %globaltimer and %clock64 into fields SLOT, 4 + SLOT."""
-    if TRACE:
-        row = trace_ptr + gl.program_id(0).to(gl.int64) * 8
-        gl.store(row + SLOT, gl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=gl.int64,
-                                                       is_pure=False, pack=1))
-        gl.store(row + 4 + SLOT, gl.inline_asm_elementwise("mov.u64 $0, %clock64;", "=l", [], dtype=gl.int64,
-                                                           is_pure=False, pack=1))
-
-
-@gluon.jit
-def _trace_end(trace_ptr, TRACE: gl.constexpr):
-    """``_trace.trace_end`` for this kernel: fields 2, 6 (times) and 3 (the SM)."""
-    if TRACE:
-        _trace_mark(trace_ptr, 2, TRACE)
-        row = trace_ptr + gl.program_id(0).to(gl.int64) * 8
-        sm = gl.inline_asm_elementwise("mov.u32 $0, %smid;", "=r", [], dtype=gl.int32, is_pure=False, pack=1)
-        gl.store(row + 3, sm.to(gl.int64))
-
-
-@gluon.jit
 def _step_products(w, a_rows, k0, k4, g4, held4, s_rows, s_ok, g3, I, W_SCALE: gl.constexpr):
     """One K step: the products of weight tile w [KP, BLOCK_N, GROUPS, VEC] (loaded, columns
     k0 + k4) with the routes' activations (rows a_rows [KP, 1, 1, 1], loaded here in w's
@@ -125,7 +102,7 @@ def route_down_gluon_kernel(
     held routes (e = ids[r] - expert_offset in [0, num_local)), for the BLOCK_N rows n of this
     program's H tile; act [R, I] fp32; ws as the Triton kernel's (W_SCALE 1: [E], 2: [E, H/128,
     I/128]); bias b [E, H] if HAS_BIAS.  Programs: token-fastest, (R / TOPK) * cdiv(H, BLOCK_N)."""
-    _trace_mark(trace_ptr, 0, TRACE)
+    trace_mark(trace_ptr, 0, TRACE)
     KP: gl.constexpr = _next_pow2(TOPK)
     VEC: gl.constexpr = 128 // w_ptr.dtype.element_ty.primitive_bitwidth  # 16 bytes
     GROUPS: gl.constexpr = BLOCK_K // VEC
@@ -143,36 +120,36 @@ def route_down_gluon_kernel(
     n = n0 + gl.arange(0, BLOCK_N, layout=_axis(L4, 1, 4))
     kg = gl.arange(0, GROUPS, layout=_axis(L4, 2, 4))
     kv = gl.arange(0, VEC, layout=_axis(L4, 3, 4))
+    n_ok = n < H
 
     held4 = held[:, None, None, None]
     g4 = (kg * VEC)[None, None, :, None]  # [1, 1, GROUPS, 1]: each group's first column
     k4 = g4 + kv[None, None, None, :]  # [1, 1, GROUPS, VEC]
-    row_ok4 = held4 & (n < H)[None, :, None, None]
+    row_ok4 = held4 & n_ok[None, :, None, None]
     w_rows = w_ptr + e[:, None, None, None] * stride_we + n.to(gl.int64)[None, :, None, None] * stride_wn
     a_rows = act_ptr + r.to(gl.int64)[:, None, None, None] * I  # [KP, 1, 1, 1]
     # block scales (W_SCALE 2) of each row's 128-column groups: ws[e, n // 128, k // 128]
     s_rows = ws_ptr + e[:, None, None] * stride_wse + (n // 128).to(gl.int64)[None, :, None] * stride_wsn
-    s_ok = held[:, None, None] & (n < H)[None, :, None]
+    s_ok = held[:, None, None] & n_ok[None, :, None]
     g3 = (kg * VEC)[None, None, :]  # [1, 1, GROUPS]: each group's first column
     # masks are whole groups (I is a multiple of VEC): one predicate per 16-byte load
     w = gl.load(w_rows + k4, mask=row_ok4 & (g4 < I), other=0.0)
-    _pdl_wait(PDL)
-    _trace_mark(trace_ptr, 1, TRACE)
+    if PDL:
+        pdl_wait()
+    trace_mark(trace_ptr, 1, TRACE)
     acc = _step_products(w, a_rows, 0, k4, g4, held4, s_rows, s_ok, g3, I, W_SCALE)
     for k0 in range(BLOCK_K, I, BLOCK_K):
         w = gl.load(w_rows + k0 + k4, mask=row_ok4 & (k0 + g4 < I), other=0.0)
         acc += _step_products(w, a_rows, k0, k4, g4, held4, s_rows, s_ok, g3, I, W_SCALE)
 
     y = gl.sum(acc, axis=2)  # [KP, BLOCK_N]
-    held2 = held[:, None]
     if W_SCALE == 1:
         y = y * gl.load(ws_ptr + e, mask=held, other=0.0)[:, None]
     if HAS_BIAS:
-        y += gl.load(b_ptr + e[:, None] * H + n[None, :], mask=held2 & (n < H)[None, :], other=0.0)
+        y += gl.load(b_ptr + e[:, None] * H + n[None, :], mask=held[:, None] & n_ok[None, :], other=0.0)
     route_w = gl.load(tw_ptr + r, mask=held, other=0.0).to(gl.float32)
     total = gl.sum(y * route_w[:, None], axis=0)  # [BLOCK_N]
-    n_ok = n < H
     if HAS_SHARED:
         total += gl.load(shared_ptr + t.to(gl.int64) * stride_s + n, mask=n_ok, other=0.0).to(gl.float32)
     gl.store(out_ptr + t.to(gl.int64) * stride_o + n, total.to(out_ptr.dtype.element_ty), mask=n_ok)
-    _trace_end(trace_ptr, TRACE)
+    trace_end(trace_ptr, TRACE)
