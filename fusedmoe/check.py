@@ -5,6 +5,7 @@ markdown + JSON report per step.
     fusedmoe check accuracy --out DIR    # PEERS shapes x M x formats x paths against float64
     fusedmoe check graphs --out DIR      # capture, replay with new inputs, bitwise vs eager
     fusedmoe check sanitize              # small ragged cases, every path/format (run under memcheck)
+    fusedmoe check unseen --out DIR      # model shapes no table or rule was read from, and odd ones
 
 scripts/gpu_check.sh runs all of it, the test suite and the benchmarks in one call.
 """
@@ -245,6 +246,102 @@ def sanitize(formats=GRAPH_FORMATS) -> None:
     print("sanitize cases done")
 
 
+# (name, E, top_k, H, I, activation): MoE layers that are not presets (I per tensor-parallel rank)
+# and odd synthetic ones (H, I not multiples of 16, E past 256, top-5 of 5); no tuned table entry
+# and no heuristic rule was read from any of them.
+UNSEEN_SHAPES = (
+    ("qwen1.5_moe_a2.7b", 60, 4, 2048, 1408, "silu"),
+    ("qwen2_57b_a14b_tp4", 64, 8, 3584, 640, "silu"),
+    ("phi3.5_moe_tp2", 16, 2, 4096, 3200, "silu"),
+    ("dbrx_tp8", 16, 4, 6144, 1344, "silu"),
+    ("llama4_maverick_tp8", 128, 1, 5120, 1024, "silu"),
+    ("gpt_oss_20b", 32, 4, 2880, 2880, "swiglu_oai"),
+    ("odd_e37_k3", 37, 3, 1000, 344, "silu"),
+    ("odd_e300_k8", 300, 8, 768, 200, "gelu_tanh"),
+    ("odd_e2_k1", 2, 1, 2056, 1000, "silu"),
+    ("odd_e5_k5", 5, 5, 520, 1032, "silu"),
+)
+
+
+def unseen(out_dir: Path, tokens=(1, 7, 64, 333), formats=GRAPH_FORMATS, shapes=UNSEEN_SHAPES) -> list[dict]:
+    """The layer on ``shapes``: per (shape, format, M) auto and both paths forced against the
+    float64 reference (``accuracy``'s bounds), on a NaN-poisoned ``out``, with ``shared_output``,
+    a dropped route (-1) and, for every third shape, an expert window (this rank holds experts
+    [E/4, E/4 + E/2) of E; the ids span all of them); GPT-OSS's activation with biases.  Per
+    (shape, format) one CUDA graph of auto at M=7, replayed on fresh inputs, bitwise against
+    eager.  A ValueError (a shape a format cannot take) is recorded as refused."""
+    rows = []
+    gen = torch.Generator(device=DEV).manual_seed(4)
+
+    def record(row):
+        rows.append(row)
+        print(" ".join(f"{k}={v:.7g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()), flush=True)
+
+    for n, (name, e, k, h, i, act) in enumerate(shapes):
+        w13, w2 = dense_weights(e, h, i, gen)
+        biases = [torch.randn(e, n_rows, device=DEV, generator=gen) * 0.02 for n_rows in (2 * i, h)] \
+            if act == "swiglu_oai" else [None, None]
+        lo, held = (e // 4, e // 2) if n % 3 == 1 and e >= 4 else (0, e)
+        window = dict(expert_offset=lo, num_experts=e, activation=act)
+        for fmt in formats:
+            try:
+                weights = ExpertWeights.from_dense(w13[lo:lo + held], w2[lo:lo + held], fmt,
+                                                   w13_bias=None if biases[0] is None else biases[0][lo:lo + held],
+                                                   w2_bias=None if biases[1] is None else biases[1][lo:lo + held])
+            except ValueError as ex:
+                record(dict(shape=name, format=fmt, M=0, path="-", refused=str(ex)[:200]))
+                continue
+            dt = torch.float16 if fmt == "fp16" else torch.bfloat16
+            for m in tokens:
+                tw, ids = route(torch.randn(m, e, device=DEV, generator=gen), k)
+                ids[0, 0] = -1
+                x = torch.randn(m, h, device=DEV, generator=gen).to(dt)
+                shared = torch.randn(m, h, device=DEV, generator=gen).to(dt)
+                auto = choose_path(m, k, weights)
+                refs = {}
+                for path in ("auto",) + PATHS:
+                    out = torch.full_like(x, float("nan"))
+                    try:
+                        fused_moe(x, weights, tw, ids, shared_output=shared, out=out, path=path, **window)
+                    except ValueError as ex:
+                        record(dict(shape=name, format=fmt, M=m, path=path, refused=str(ex)[:200]))
+                        continue
+                    quantized = path_quantizes_activations(auto if path == "auto" else path, fmt)
+                    if quantized not in refs:
+                        refs[quantized] = moe_reference(x, weights, tw, ids, expert_offset=lo, shared_output=shared,
+                                                        quantize_activations=quantized, activation=act)
+                    err, cos = rel_l2(out, refs[quantized]), cosine(out, refs[quantized])
+                    nan = bool(torch.isnan(out).any())
+                    record(dict(shape=name, format=fmt, M=m, path=path if path != "auto" else f"auto ({auto})",
+                                window=lo > 0, rel_l2=err, cosine=cos, ok=not nan and err <= 5e-3 and cos >= 0.99995))
+            m = 7
+            x = torch.randn(m, h, device=DEV, generator=gen).to(dt)
+            tw, ids = route(torch.randn(m, e, device=DEV, generator=gen), k)
+            out = torch.empty_like(x)
+            run = lambda: fused_moe(x, weights, tw, ids, out=out, check_ids=False, **window)  # noqa: E731
+            run()
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                run()
+            equal = True
+            for _ in range(2):
+                ntw, nids = route(torch.randn(m, e, device=DEV, generator=gen), k)
+                x.normal_(generator=gen), tw.copy_(ntw), ids.copy_(nids)
+                out.fill_(float("nan"))
+                g.replay()
+                torch.cuda.synchronize()
+                equal &= torch.equal(out, fused_moe(x, weights, tw, ids, **window))
+            record(dict(shape=name, format=fmt, M=m, path="auto, CUDA graph", window=lo > 0, ok=bool(equal)))
+        del w13, w2
+        torch.cuda.empty_cache()
+    for r in rows:
+        r.setdefault("refused", "")
+        for c in ("window", "rel_l2", "cosine", "ok"):
+            r.setdefault(c, "")
+    _write(out_dir, "unseen", rows, ["shape", "format", "M", "path", "window", "rel_l2", "cosine", "ok", "refused"])
+    return rows
+
+
 def _write(out_dir: Path, name: str, rows: list[dict], cols: list[str]) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     meta = dict(date=time.strftime("%Y-%m-%d"), torch=torch.__version__, triton=__import__("triton").__version__,
@@ -260,11 +357,11 @@ def _write(out_dir: Path, name: str, rows: list[dict], cols: list[str]) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="fusedmoe check", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("step", choices=["accuracy", "graphs", "sanitize"])
+    ap.add_argument("step", choices=["accuracy", "graphs", "sanitize", "unseen"])
     ap.add_argument("--out", type=Path, default=Path("out/check"))
     ap.add_argument("--shapes", default=",".join(PEER_SHAPES), help="accuracy: comma-separated shapes")
     ap.add_argument("--formats", help=f"comma-separated, of {', '.join(FORMATS)} (default: accuracy all of them, "
-                                      f"graphs and sanitize {', '.join(GRAPH_FORMATS)})")
+                                      f"graphs, sanitize and unseen {', '.join(GRAPH_FORMATS)})")
     args = ap.parse_args(argv)
     formats = tuple(args.formats.split(",")) if args.formats else None
     for f in formats or ():
@@ -278,6 +375,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if all(r["ok"] for r in accuracy(args.out, shapes=shapes, formats=formats or FORMATS)) else 1
     if args.step == "graphs":
         return 0 if all(r["bitwise_equal"] for r in graphs(args.out, formats or GRAPH_FORMATS)) else 1
+    if args.step == "unseen":
+        return 0 if all(r["ok"] is not False for r in unseen(args.out, formats=formats or GRAPH_FORMATS)) else 1
     sanitize(formats or GRAPH_FORMATS)
     return 0
 

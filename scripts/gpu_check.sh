@@ -6,6 +6,8 @@
 #   accuracy  PEERS shapes (ACCURACY_SHAPES) x M {1,8,64,512,4096} x formats (CHECK_FORMATS, default all five,
 #             also of graphs and memcheck) x paths against the float64 reference
 #   graphs    CUDA-graph capture, replay with changed inputs, bitwise equal to eager
+#   unseen    model shapes no table or rule was read from, and odd ones (fusedmoe check unseen): auto and
+#             both paths against the float64 reference, expert windows, CUDA graphs
 #   fp8probe  stage-by-stage differences of the grouped FP8 path against its reference
 #   tests     the test suite on CUDA
 #   memcheck  compute-sanitizer memcheck on small ragged cases, every path and format (compiled by plain runs
@@ -31,7 +33,7 @@
 # Limits per step: STEP_S (default 240).  Exit status 1 if any step failed.
 set -u
 out=${1:?usage: scripts/gpu_check.sh OUT_DIR [steps...]}; shift
-steps=${*:-sass accuracy graphs fp8probe tests memcheck swiglu plan decode grouped}
+steps=${*:-sass accuracy graphs unseen fp8probe tests memcheck swiglu plan decode grouped}
 mkdir -p "$out"
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 limit=${STEP_S:-240}
@@ -50,6 +52,7 @@ for step in $steps; do
     accuracy) run accuracy python -m fusedmoe check accuracy --out "$out" ${ACCURACY_SHAPES:+--shapes "$ACCURACY_SHAPES"} \
                 ${CHECK_FORMATS:+--formats "$CHECK_FORMATS"} ;;
     graphs)   run graphs python -m fusedmoe check graphs --out "$out" ${CHECK_FORMATS:+--formats "$CHECK_FORMATS"} ;;
+    unseen)   run unseen python -m fusedmoe check unseen --out "$out" ${CHECK_FORMATS:+--formats "$CHECK_FORMATS"} ;;
     fp8probe) run fp8probe python scripts/fp8_probe.py ;;
     tests)    # compiling each test's kernel variants dominates on a fresh machine: 8 workers compile in parallel
               xdist=$(python -c "import xdist" 2>/dev/null && echo "-n 8")
