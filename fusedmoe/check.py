@@ -86,8 +86,7 @@ def variants(path: str, m: int, shape, fmt: str) -> list[tuple[str, object]]:
     for every format tail tiles (``_tail_variant``), for FP8 an 8-warp gate/up capped at 128
     registers (``Tile.max_registers``: spills), and for fp8_tensor from GLUON_MIN_TOKENS the Gluon kernels; the grouped variants change the
     heuristic's tiles, not a table entry's.  Route-direct also runs the Gluon down
-    (``RouteDirectConfig.down_gluon``) where the format takes it, and the heuristic's tiles with
-    the down's weights asked of L2 by gate/up (``down_l2_prefetch``)."""
+    (``RouteDirectConfig.down_gluon``) where the format takes it."""
     if path != "route_direct":
         if fmt not in A8_FORMATS:
             base = policy.grouped_config(m, shape.top_k, shape.num_local_experts, shape.hidden_size,
@@ -118,8 +117,7 @@ def variants(path: str, m: int, shape, fmt: str) -> list[tuple[str, object]]:
             (path + "_pdl", dataclasses.replace(base, pdl=True)),
             (path + "_tiles4", dataclasses.replace(base, down_tiles=4, pdl=True)),  # the heuristic's down is GEMV
             (path + "_stages3", dataclasses.replace(base, pdl=True, gate_up=dataclasses.replace(base.gate_up, num_stages=3),
-                                                    down=dataclasses.replace(base.down, num_stages=3))),
-            (path + "_l2_prefetch", dataclasses.replace(base, pdl=True, down_l2_prefetch=True))]
+                                                    down=dataclasses.replace(base.down, num_stages=3)))]
     if policy.legal(path, mma, fmt):  # no tensor-core form for FP4 weights
         runs[1:1] = [(path + "_mma", mma), (path + "_mma_pdl", dataclasses.replace(mma, pdl=True))]
     if fmt in FP8_FORMATS and not base.gate_up.swap_ab:

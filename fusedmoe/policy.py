@@ -114,12 +114,7 @@ class RouteDirectConfig:
     K step) where it runs (``route_direct.uses_gluon_down``: sm_90, I a multiple of 16 bytes of
     weights); elsewhere the Triton kernel runs the same tile.  One K split of gate/up, 16-bit
     or FP8 weights, one H tile per program, the K loop unpipelined; its products are fp32
-    (fp16_products then applies to gate/up alone).  A tuner move.
-    down_l2_prefetch: each gate/up program first asks L2 for its share of its route's down
-    matrix (``prefetch.global.L2``, compiled GPUs, contiguous w2), so that the down's weights
-    stream from HBM beside gate/up's and the down, after its wait, reads them from L2.  For
-    layers whose down matrices fit in L2 with room (the decode layers of many small experts);
-    no result changes.  A tuner move."""
+    (fp16_products then applies to gate/up alone).  A tuner move."""
 
     gate_up: Tile
     down: Tile
@@ -127,7 +122,6 @@ class RouteDirectConfig:
     down_tiles: int = 1
     fp16_products: bool = False
     down_gluon: bool = False
-    down_l2_prefetch: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "json", config_json(self))
@@ -529,7 +523,7 @@ def config_from_dict(path: str, d: dict) -> GroupedConfig | RouteDirectConfig:
         return GroupedConfig(d["block_m"], Tile(**d["gate_up"]), Tile(**d["down"]), d.get("group_m", 1),
                              d.get("fp8_promote_k", 32), d.get("gluon", False), d.get("tail_m", 0))
     return RouteDirectConfig(Tile(**d["gate_up"]), Tile(**d["down"]), d.get("pdl", False), d.get("down_tiles", 1),
-                             d.get("fp16_products", False), d.get("down_gluon", False), d.get("down_l2_prefetch", False))
+                             d.get("fp16_products", False), d.get("down_gluon", False))
 
 
 def legal(path: str, cfg: GroupedConfig | RouteDirectConfig, fmt: str) -> bool:

@@ -50,7 +50,7 @@ def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
     'group_m', grouped 'tail_m' and 'gate_up_registers' / 'down_registers' (a tile's
     max_registers), route-direct 'pdl', 'down_tiles', 'gate_up_stages' /
     'down_stages' (a tile's num_stages), 'register_caps' (both tiles' max_registers at once),
-    'down_gluon', 'down_l2_prefetch' and (FP8) 'fp16_products', grouped FP8 'block_m+gate_up' (both at
+    'down_gluon' and (FP8) 'fp16_products', grouped FP8 'block_m+gate_up' (both at
     once: value (BLOCK_M, gate/up tile)), grouped fp8_tensor 'gluon' (value: the Gluon tile set's
     BLOCK_M, or False: off)."""
     fp8 = fmt in FP8_FORMATS  # e4m3 weights (route-direct's tensor-core down, fp16 products)
@@ -87,8 +87,6 @@ def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
         if fmt != "w4a8":  # the Gluon down (policy.RouteDirectConfig.down_gluon)
             for gluon_down in (False, True):
                 yield "down_gluon", gluon_down
-        for prefetch in (False, True):  # the down's weights asked of L2 by gate/up
-            yield "down_l2_prefetch", prefetch
         # pipeline depth of each kernel's K loop (the GEMV forms: cp.async copies to shared memory)
         for field in ("gate_up_stages", "down_stages"):
             for stages in (1, 2, 3, 4):

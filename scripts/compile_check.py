@@ -175,11 +175,6 @@ CASES = [
      route_gate_up(1, 1, 0, False, 2, 4096, FP16_PRODUCTS=True), 8, False),
     ("route_gate_up fp8_block fp16 products split2 N16", route_gate_up_kernel, ROUTE_GATE_UP_FP8,
      route_gate_up(2, 2, 0, False, 16, 512, FP16_PRODUCTS=True), 8, False),
-    # the down's weights asked of L2 (RouteDirectConfig.down_l2_prefetch): registers as without
-    ("route_gate_up fp8_tensor N4 K2048 down L2 prefetch", route_gate_up_kernel, dict(ROUTE_GATE_UP_FP8, w2_ptr=FP8),
-     route_gate_up(1, 1, 0, False, 4, 2048, DOWN_PREFETCH=256), 8, False),
-    ("route_gate_up_mma bf16 N32 down L2 prefetch", route_gate_up_mma_kernel, dict(ROUTE_GATE_UP_BF16, w2_ptr="*bf16"),
-     route_gate_up(0, 1, 0, False, 32, 128, DOWN_PREFETCH=128), 4, True),
     # the FP8 heuristic's 4-warp tiles (policy.FP8_GEMV_WARPS)
     ("route_gate_up fp8_tensor fp16 products 4 warps N8", route_gate_up_kernel, ROUTE_GATE_UP_FP8,
      route_gate_up(1, 1, 0, False, 8, 512, FP16_PRODUCTS=True), 4, False),

@@ -63,7 +63,6 @@ VARIANTS = {
     # the tensor-core down (FP8 weights; it loads no weights before its wait)
     "down_mma": lambda c: dataclasses.replace(c, down=policy.Tile(16, 128, 4, 3, swap_ab=True), down_tiles=1),
     "down_gluon": lambda c: dataclasses.replace(c, down_gluon=True),
-    "down_l2_prefetch": lambda c: dataclasses.replace(c, down_l2_prefetch=True),
 }
 
 FIELDS = ("graph", "traced", "gap", "gu_all_in", "gu_end", "gu_prog", "dn_first", "dn_all_in", "dn_early",

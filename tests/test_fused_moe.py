@@ -819,27 +819,6 @@ def test_route_direct_gemv_pipeline_is_bitwise_unpipelined(fmt, pdl, device):
         assert torch.equal(got.view(torch.int16), want.view(torch.int16)), stages
 
 
-@pytest.mark.parametrize("fmt,tensor_cores", [(PLAIN_FORMAT, False), (PLAIN_FORMAT, True), ("fp8_tensor", False),
-                                               ("fp8_block", True), ("w4a8", False)])
-def test_route_direct_down_l2_prefetch_changes_nothing(fmt, tensor_cores, device):
-    # Gate/up programs asking L2 for the down's weights (a hint, compiled GPUs only) leave the
-    # output bitwise as it was.  I = 136 over gate/up tiles of 8 or 32 rows with split K 2:
-    # pieces of an expert's down matrix that do not divide it evenly; an expert window with
-    # ids outside it (their programs ask for nothing).
-    m, e, k, h, i = 5, 6, 3, 200, 136
-    weights, x, tw, ids = make_layer(m, e, k, h, i, fmt, device)
-    ids[0, 0], ids[1, 1] = -1, e + 1
-    shared = torch.randn_like(x)
-    gate_up = policy.Tile(32, 128, 4, 2, split_k=2, swap_ab=True) if tensor_cores else policy.Tile(8, 128, 4, 1, split_k=2)
-    plain = policy.RouteDirectConfig(gate_up, policy.Tile(16, 128, 4, 1), pdl=True)
-    ask = dataclasses.replace(plain, down_l2_prefetch=True)
-    assert policy.legal("route_direct", ask, fmt)
-    assert policy.config_from_json(ask.json) == ask
-    want = fused_moe(x, weights, tw, ids, path="route_direct", config=plain, shared_output=shared, num_experts=e + 2)
-    got = run_and_check(weights, x, tw, ids, "route_direct", shared=shared, config=ask, n_global=e + 2)
-    assert torch.equal(got.view(torch.int16), want.view(torch.int16))
-
-
 @pytest.mark.parametrize("fmt,tensor_cores", [(PLAIN_FORMAT, False), (PLAIN_FORMAT, True), ("fp8_block", True)])
 def test_route_direct_trace_writes_each_programs_row_and_leaves_the_output(fmt, tensor_cores, device):
     # The timeline probe's kernels (TRACE, scripts/decode_timeline.py) compute what the plain

@@ -411,7 +411,7 @@ def test_down_tiles_moves():
     assert not policy.legal("route_direct", dataclasses.replace(gemv, down_tiles=0), "fp8_tensor")
     fields = {f for f, _ in tune.candidates("route_direct", "fp8_tensor")}
     assert {"pdl", "gate_up", "down", "down_tiles", "fp16_products", "gate_up_stages", "down_stages",
-            "register_caps", "down_gluon", "down_l2_prefetch"} == fields
+            "register_caps", "down_gluon"} == fields
     assert "down_gluon" not in {f for f, _ in tune.candidates("route_direct", "w4a8")}
     assert "fp16_products" not in {f for f, _ in tune.candidates("route_direct", "bf16")}
     half = tune.apply(gemv, "fp16_products", True)

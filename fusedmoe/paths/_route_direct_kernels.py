@@ -23,11 +23,6 @@ Block scales (W_SCALE == 2) need BLOCK_K to be a multiple of 128: products are s
 in registers and multiplied with the activations (not quantised: "w4a16") in packed fp16, per
 32-column exponent group (``_fp4_kernels.fp4_group_dots``; BLOCK_K a multiple of 32).
 
-Down-weight prefetch (``RouteDirectConfig.down_l2_prefetch``, compiled GPUs): each gate/up
-program first asks L2 for its share of its route's down matrix (``_prefetch_down_l2``), so that
-the down's weights stream from HBM while gate/up runs and the down, after its wait, reads them
-from L2.  A hint: it changes no result.
-
 PDL (programmatic dependent launch, sm_90+; ``RouteDirectConfig.pdl``): both kernels are
 launched so that each may start before its predecessor in the stream has finished.  A
 gate/up program first waits for the predecessor grid (``griddepcontrol.wait``: its writes are
@@ -100,22 +95,6 @@ def _chunk_dots_fp16(w, v, ROWS: tl.constexpr, BLOCK_K: tl.constexpr):
 
 
 @triton.jit
-def _prefetch_down_l2(w2_ptr, e, down_bytes, part, parts, LINES: tl.constexpr):
-    """Ask L2 for piece ``part`` of ``parts`` (128-byte aligned, in order) of local expert e's
-    down matrix, ``down_bytes`` contiguous bytes from w2_ptr + e * down_bytes: one
-    ``prefetch.global.L2`` per 128-byte line, LINES lines (one a thread) per round.  Addresses
-    are clamped to the piece, so every prefetch lies inside the expert's matrix."""
-    piece = tl.cdiv(tl.cdiv(down_bytes, parts), 128) * 128
-    lo = part * piece
-    hi = tl.minimum(lo + piece, down_bytes)
-    base = w2_ptr.to(tl.pointer_type(tl.int8)) + e * down_bytes
-    lines = tl.arange(0, LINES) * 128
-    for off in range(lo, hi, LINES * 128):
-        tl.inline_asm_elementwise("prefetch.global.L2 [$1];\n\tmov.u32 $0, 0;", "=r,l",
-                                  [base + tl.minimum(off + lines, hi - 1)], dtype=tl.int32, is_pure=False, pack=1)
-
-
-@triton.jit
 def _gate_up_program(R, I, H, SPLIT_K: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                      PDL: tl.constexpr, trace_ptr, TRACE: tl.constexpr):
     """This gate/up program's route r, tile nt of I, split s, its 2*BLOCK_N weight rows
@@ -147,24 +126,19 @@ def route_gate_up_kernel(
         H, I, R, expert_offset, num_local, TOPK, stride_x, stride_we, stride_wn, stride_wse, stride_wsn,
         W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr,
         BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr = False,
-        FP16_PRODUCTS: tl.constexpr = False, STAGES: tl.constexpr = 1, trace_ptr=None, TRACE: tl.constexpr = False,
-        w2_ptr=None, down_bytes=0, DOWN_PREFETCH: tl.constexpr = 0):
+        FP16_PRODUCTS: tl.constexpr = False, STAGES: tl.constexpr = 1, trace_ptr=None, TRACE: tl.constexpr = False):
     """SPLIT_K == 1: act[r, n] = act(G_e x_t + b_g)[n] * (U_e x_t + b_u)[n]; else act[s, r, :] =
     partial [G_e x_t, U_e x_t] over the s-th K range (the bias in split 0).  e = ids[r] -
     expert_offset, t = r // TOPK; bias b [E, 2I] if HAS_BIAS.  FP16_PRODUCTS (FP8 weights):
     the products in packed fp16 (``_chunk_dots_fp16``).  W_SCALE 3: FP4 rows of H/2 bytes,
     one exponent per 32 columns (ws [E, 2I, H/32]).  STAGES: the K loop's pipeline depth.
-    TRACE: each program's timeline into trace_ptr (``fusedmoe._trace``).  DOWN_PREFETCH (0: off;
-    else the program's thread count): its share of expert e's down matrix (w2_ptr, down_bytes
-    bytes an expert) asked of L2 first (``_prefetch_down_l2``)."""
+    TRACE: each program's timeline into trace_ptr (``fusedmoe._trace``)."""
     r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi = _gate_up_program(R, I, H, SPLIT_K, BLOCK_N, BLOCK_K, PDL,
                                                                   trace_ptr, TRACE)
     gid = tl.load(ids_ptr + r)
     if not is_held(gid, expert_offset, num_local):
         return
     e = (gid - expert_offset).to(tl.int64)
-    if DOWN_PREFETCH:
-        _prefetch_down_l2(w2_ptr, e, down_bytes, nt * SPLIT_K + s, tl.cdiv(I, BLOCK_N) * SPLIT_K, DOWN_PREFETCH)
     tok = (r // TOPK).to(tl.int64)
     offs_k = tl.arange(0, BLOCK_K)
     offs_g = tl.arange(0, BLOCK_K // 128) if W_SCALE == 2 else tl.arange(0, 1)
@@ -248,7 +222,7 @@ def route_gate_up_mma_kernel(
         H, I, R, expert_offset, num_local, TOPK, stride_x, stride_we, stride_wn, stride_wse, stride_wsn,
         W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr,
         BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr = False, trace_ptr=None,
-        TRACE: tl.constexpr = False, w2_ptr=None, down_bytes=0, DOWN_PREFETCH: tl.constexpr = 0):
+        TRACE: tl.constexpr = False):
     """The gate/up step of route_gate_up_kernel (same outputs) on the tensor cores, swap-AB:
     the expert's [2*BLOCK_N, BLOCK_K] weight tile is the MMA's M side and up to 16 routes on
     that expert its N side, so routes sharing an expert stream its rows once.  Only the route
@@ -256,8 +230,7 @@ def route_gate_up_mma_kernel(
     as they are.  FP8 weights are upcast to fp16 (exact; one conversion per two weights, where
     bf16 takes several), and each step's activation rows go to fp16 under a power-of-two scale
     per row (``_fp16_rows``), applied back to that step's fp32 partial.  Products are summed
-    in fp32.  Block scales need BLOCK_K 128.  DOWN_PREFETCH: as route_gate_up_kernel's, by the
-    group's leading route only."""
+    in fp32.  Block scales need BLOCK_K 128."""
     MATES: tl.constexpr = 16
     r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi = _gate_up_program(R, I, H, SPLIT_K, BLOCK_N, BLOCK_K, PDL,
                                                                   trace_ptr, TRACE)
@@ -268,8 +241,6 @@ def route_gate_up_mma_kernel(
     if not lead:
         return
     e = (gid - expert_offset).to(tl.int64)
-    if DOWN_PREFETCH:
-        _prefetch_down_l2(w2_ptr, e, down_bytes, nt * SPLIT_K + s, tl.cdiv(I, BLOCK_N) * SPLIT_K, DOWN_PREFETCH)
     tok = tl.where(ok, mates // TOPK, 0).to(tl.int64)
     offs_k = tl.arange(0, BLOCK_K)
     x_base = x_ptr + tok[:, None] * stride_x

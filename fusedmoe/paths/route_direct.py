@@ -12,7 +12,7 @@ from ..epilogue import ACTIVATIONS
 from ..policy import RouteDirectConfig
 from .._launch import launch
 from .._pdl import pdl_launch
-from .._runtime import cdiv, interpreting, is_sm90
+from .._runtime import cdiv, is_sm90
 from .._trace import TRACE_FIELDS
 from ..weights import ExpertWeights
 from ._common import optional_ptr, scale_args
@@ -32,8 +32,7 @@ def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torc
     The GEMV kernels compile with num_stages 1 and pipeline their K loop alone, to the tile's
     num_stages (``policy.Tile``).
     ``config.pdl`` takes effect on sm_90+ CUDA devices only (elsewhere the same two launches
-    run in plain stream order: ``_pdl.pdl_launch``); ``config.down_l2_prefetch`` on compiled
-    kernels with a contiguous w2 (a hint: elsewhere nothing is asked of L2, with the same result).  ``trace`` (diagnosis): int64 [at least
+    run in plain stream order: ``_pdl.pdl_launch``).  ``trace`` (diagnosis): int64 [at least
     ``launch_programs(...)`` summed, 4], the gate/up programs' timelines then the down programs'
     (``fusedmoe._trace``)."""
     m, k = topk_ids.shape
@@ -57,17 +56,13 @@ def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torc
         run = _plain_launch
     gate_up = route_gate_up_mma_kernel if gu.swap_ab else route_gate_up_kernel
     gemv_gate_up = {} if gu.swap_ab else dict(FP16_PRODUCTS=config.fp16_products, STAGES=gu.num_stages)
-    prefetch = {}
-    if config.down_l2_prefetch and not interpreting() and weights.w2.is_contiguous():
-        prefetch = dict(w2_ptr=weights.w2, down_bytes=weights.w2.stride(0) * weights.w2.element_size(),
-                        DOWN_PREFETCH=32 * gu.num_warps)
     run(gate_up, (gu_programs,),
         x, weights.w13, ws, optional_ptr(weights.w13_bias, x), topk_ids, act, hidden, inter, r, expert_offset,
         e_local, k, x.stride(0), weights.w13.stride(0), weights.w13.stride(1), se, sn,
         W_SCALE=mode, SPLIT_K=split, ACTIVATION=ACTIVATIONS[activation], HAS_BIAS=weights.w13_bias is not None,
         BLOCK_N=gu.block_n, BLOCK_K=gu.block_k,
         num_warps=gu.num_warps, num_stages=gu.num_stages if gu.swap_ab else 1, **gemv_gate_up, **gu.register_cap(),
-        **gu_trace, **prefetch, **pdl)
+        **gu_trace, **pdl)
     ws, se, sn, mode = scale_args(weights, weights.w2_scale, x)
     if uses_gluon_down(weights, config, x.device):
         down, extra = route_down_gluon_kernel, {}
