@@ -22,6 +22,8 @@ launches of a layer, wait late and never let the next grid launch early: on the 
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 import triton
 import triton.language as tl
@@ -58,14 +60,30 @@ def pdl_enter(PDL: tl.constexpr):
 _PDL_LAUNCH = dict(PDL=True, launch_pdl=True)
 _PDL_CODE_ONLY = dict(PDL=True)
 _NO_PDL: dict = {}
+_plain = False  # plain_launches() in force
+
+
+@contextlib.contextmanager
+def plain_launches():
+    """Within it every launch of this package runs without PDL (neither the code nor the launch
+    attribute), as on a GPU without it: for per-kernel timing (under PDL a kernel launched early
+    counts its wait for the previous grid as its own device time: the grouped combine of Mixtral
+    TP2 fp8_tensor M=512 read 39.2 us with PDL and 5.0 without, thirty-sixth session) and for
+    comparisons with the plain launches.  A process-wide switch: not for concurrent threads."""
+    global _plain
+    before, _plain = _plain, True
+    try:
+        yield
+    finally:
+        _plain = before
 
 
 def pdl_launch(device: torch.device) -> dict:
     """Launch arguments of a PDL kernel (its ``PDL`` constexpr): the PDL code and launch attribute
-    on sm_90+, the code alone under the interpreter (tests), nothing elsewhere or while
-    torch.compile traces the launch (it does not know launch_pdl).  A shared dict, read-only:
-    callers pass it on as ``**pdl_launch(device)``."""
-    if torch.compiler.is_compiling():
+    on sm_90+, the code alone under the interpreter (tests), nothing elsewhere, within
+    ``plain_launches`` or while torch.compile traces the launch (it does not know launch_pdl).
+    A shared dict, read-only: callers pass it on as ``**pdl_launch(device)``."""
+    if _plain or torch.compiler.is_compiling():
         return _NO_PDL
     if has_pdl(device):
         return _PDL_LAUNCH

@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fusedmoe import policy
+from fusedmoe._pdl import plain_launches
 from fusedmoe._runtime import interpreting
 from fusedmoe.api import PATHS, fused_moe, path_quantizes_activations
 from fusedmoe.reference import cosine, moe_reference, rel_l2, requantisation_slack
@@ -645,18 +646,12 @@ def test_grouped_gluon_config(block_m, group_m, case, monkeypatch, device):
         assert torch.equal(out, fused_moe(x, weights, tw, ids, path="grouped", config=cfg, **window))
 
 
-def _plain_launches(monkeypatch):
-    """Launch the grouped path's kernels without PDL (every module that launches one)."""
-    for mod in ("fusedmoe.paths.grouped", "fusedmoe.epilogue", "fusedmoe.plan"):
-        monkeypatch.setattr(f"{mod}.pdl_launch", lambda device: {})
-
-
 @pytest.mark.parametrize("fmt,cfg", [(f, None) for f in VARIANT_FORMATS] + [
     # an FP8 gate/up of 64 columns: the requantisation launch between the GEMMs
     ("fp8_block", policy.GroupedConfig(32, policy.Tile(64, 64, 4, 2), policy.Tile(64, 64, 4, 2, swap_ab=True))),
     # the Gluon kernels on sm_90 (their Triton fallback elsewhere), gather launch included
     *[("fp8_tensor", policy.gluon_grouped_config(4, bm)) for bm in policy.GLUON_BLOCK_MS]])
-def test_grouped_pdl_equals_the_plain_launches(fmt, cfg, monkeypatch, device):
+def test_grouped_pdl_equals_the_plain_launches(fmt, cfg, device):
     # Every grouped launch is programmatic dependent on sm_90 (each waits for the previous grid,
     # then lets the next launch): it changes when kernels start, not what they compute, so the
     # layer is bitwise the plain launches'.  Replayed from a CUDA graph of three chained layers
@@ -682,8 +677,7 @@ def test_grouped_pdl_equals_the_plain_launches(fmt, cfg, monkeypatch, device):
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
             out = layers(x)
-    with monkeypatch.context() as mp:
-        _plain_launches(mp)
+    with plain_launches():
         want = fused_moe(x, weights, tw, ids, path="grouped", config=cfg, **window)
     assert torch.isfinite(want).all() and torch.equal(got.view(torch.int16), want.view(torch.int16))
     if graph is None:
@@ -695,13 +689,12 @@ def test_grouped_pdl_equals_the_plain_launches(fmt, cfg, monkeypatch, device):
         graph.replay()
         eager = layers(x)
         assert torch.isfinite(eager).all() and torch.equal(out.view(torch.int16), eager.view(torch.int16))
-        with monkeypatch.context() as mp:
-            _plain_launches(mp)
+        with plain_launches():
             assert torch.equal(out.view(torch.int16), layers(x).view(torch.int16))
 
 
 @pytest.mark.parametrize("path", PATHS)
-def test_routing_and_layers_chained_under_pdl(path, monkeypatch, device):
+def test_routing_and_layers_chained_under_pdl(path, device):
     # A decode step as an engine runs it: router logits (a torch matmul, not a PDL launch),
     # routing (PDL: the layer's first launch may start during it), the MoE layer (PDL), whose
     # output is the next step's x.  Replayed from a CUDA graph of three chained steps with new
@@ -719,10 +712,7 @@ def test_routing_and_layers_chained_under_pdl(path, monkeypatch, device):
         return inp
 
     def plain_steps(inp):
-        with monkeypatch.context() as mp:
-            _plain_launches(mp)
-            mp.setattr("fusedmoe.routing.pdl_launch", lambda device: {})
-            mp.setattr("fusedmoe.paths.route_direct.pdl_launch", lambda device: {})
+        with plain_launches():
             return steps(inp)
 
     got = steps(x)

@@ -160,3 +160,21 @@ def test_cached_launches_compute_the_layer(fmt, path):
         weights, x, tw, ids = make_layer(7, 12, 3, 256, 128, fmt, torch.device("cuda"))
         run_and_check(weights, x, tw, ids, path, shared=torch.randn_like(x), offset=2, n_global=16)
     assert _launch._cache and all(len(v) for v in _launch._cache.values())
+
+
+def test_plain_launches_switch_pdl_off_and_back():
+    # Within plain_launches() no launch gets the PDL code or attribute (per-kernel timing, plain
+    # comparisons); it nests, and the launch arguments come back after it, even on an error.
+    from fusedmoe._pdl import pdl_launch, plain_launches
+
+    dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    served = pdl_launch(dev)
+    with plain_launches():
+        assert pdl_launch(dev) == {}
+        with plain_launches():
+            assert pdl_launch(dev) == {}
+        assert pdl_launch(dev) == {}
+    assert pdl_launch(dev) == served
+    with pytest.raises(RuntimeError), plain_launches():
+        raise RuntimeError("inside")
+    assert pdl_launch(dev) == served

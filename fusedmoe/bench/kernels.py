@@ -3,12 +3,14 @@ against the layer's HBM floor and the graph-timed call.
 
     python -m fusedmoe.bench.kernels [--shape peers] [--formats bf16,fp8_tensor,fp8_block]
                                      [--tokens 1,8] [--path auto|...|grouped_gluon[_ws]|torch_grouped_mm] [--calls 20]
-                                     [--out DIR]
+                                     [--pdl] [--out DIR]
 
 For each case: weight copies rotated so that >= 200 MB of other weights stream between two
 uses of a copy (as ``fusedmoe bench``), one call per copy to compile, then ``--calls`` eager
-calls under the profiler.  Reported per kernel: mean device microseconds per call.  Beside
-them: their sum, the graph-timed call (``harness.graph_us``: what launches and gaps add) and
+calls under the profiler, launched without PDL (``_pdl.plain_launches``; under PDL a kernel
+launched early counts its wait for the previous grid as its own time; ``--pdl`` keeps it).
+Reported per kernel: mean device microseconds per call.  Beside them: their sum, the
+graph-timed call as served, PDL included (``harness.graph_us``: what launches and gaps add) and
 the floor (active experts' bytes / measured copy bandwidth).  Writes kernels.md / .json with
 --out.  ``grouped_gluon`` / ``grouped_gluon_ws``: the grouped path with the Gluon GEMMs, the
 one-warpgroup or the warp-specialised set (fp8_tensor on sm_90, ``policy.gluon_grouped_config``
@@ -18,6 +20,7 @@ at BLOCK_M 64 / 128, walking as many rows per weight tile as the served config's
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -25,6 +28,7 @@ from pathlib import Path
 import torch
 
 from .. import policy
+from .._pdl import plain_launches
 from .._runtime import device_name, num_sms
 from ..api import fused_moe
 from ..shapes import PEER_SHAPES, get_shape
@@ -51,7 +55,8 @@ def kernel_times(calls: list, repeats: int) -> dict[str, float]:
     return {name: us / repeats for name, us in sorted(totals.items(), key=lambda kv: -kv[1])}
 
 
-def run(shape_names: list[str], formats: list[str], tokens: list[int], path: str, repeats: int) -> list[dict]:
+def run(shape_names: list[str], formats: list[str], tokens: list[int], path: str, repeats: int,
+        pdl: bool = False) -> list[dict]:
     dev = torch.device("cuda")
     bandwidth = harness.measure_copy_bandwidth(dev)
     rows = []
@@ -76,12 +81,15 @@ def run(shape_names: list[str], formats: list[str], tokens: list[int], path: str
                     if path in GLUON_PATHS:
                         kw.update(path="grouped", config=_gluon_config(shape, fmt, m, dev, GLUON_PATHS[path]))
                     calls = [lambda w=w, r=r: fused_moe(x, w, r[0], r[1], **kw) for w, r in zip(copies, routings)]
-                for c in calls:
+                with contextlib.nullcontext() if pdl else plain_launches():
+                    for c in calls:
+                        c()
+                    per_kernel = kernel_times(calls, repeats)
+                for c in calls:  # the launches as served, for the graph
                     c()
-                per_kernel = kernel_times(calls, repeats)
                 graph = harness.graph_us(lambda: [c() for c in calls], calls=max(1, 20 // len(calls))) / len(calls)
                 floor = floor_us(moved_bytes(active, w0.expert_nbytes, m, shape.hidden_size), bandwidth)
-                rows.append(dict(shape=name, format=fmt, tokens=m, path=path, kernels=per_kernel,
+                rows.append(dict(shape=name, format=fmt, tokens=m, path=path, pdl_profiled=pdl, kernels=per_kernel,
                                  kernel_sum_us=sum(per_kernel.values()), graph_us=graph, floor_us=floor))
                 print(f"{name} {fmt} M={m}: graph {graph:.1f} us, kernels {rows[-1]['kernel_sum_us']:.1f} us, "
                       f"floor {floor:.1f} us | " + ", ".join(f"{k[:40]} {v:.1f}" for k, v in per_kernel.items()),
@@ -111,13 +119,16 @@ def main(argv=None) -> int:
     ap.add_argument("--path", default="auto",
                     help="auto, route_direct, grouped, grouped_gluon, grouped_gluon_ws, or a peer (torch_grouped_mm)")
     ap.add_argument("--calls", type=int, default=20, help="profiled calls per case")
+    ap.add_argument("--pdl", action="store_true", help="profile the launches as served, PDL included (each "
+                    "early-launched kernel's time then includes its wait for the previous grid)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("bench.kernels: needs a CUDA GPU (it reads kernel times from the profiler)")
         return 2
     names = [n for s in args.shape.split(",") for n in (PEER_SHAPES if s == "peers" else [s])]
-    rows = run(names, args.formats.split(","), [int(t) for t in args.tokens.split(",")], args.path, args.calls)
+    rows = run(names, args.formats.split(","), [int(t) for t in args.tokens.split(",")], args.path, args.calls,
+               args.pdl)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         meta = dict(device=torch.cuda.get_device_name(), torch=torch.__version__,
