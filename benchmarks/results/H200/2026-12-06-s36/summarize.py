@@ -60,10 +60,32 @@ def prefetch_summary():
                 timeline_md=timeline)
 
 
+def promote_rows():
+    """Mixtral TP2 fp8_tensor M=512 with its FP8 sums promoted every 128 / 64 columns or never."""
+    rows = []
+    for call in (8, 9):
+        for r in json.loads((HERE / f"call{call}" / "promote" / "promote_probe.json").read_text()):
+            rows.append(dict(call=call, promote_k=r["promote_k"], served=r["served"], us=r["us"], rel_l2=r["rel_l2"]))
+    return rows
+
+
+def kernel_rows():
+    """Each kernel's device time of one Mixtral TP2 M=512 call, profiled with PDL (call 10) and plain (11, 12)."""
+    rows = []
+    for call, sub, how in ((10, "kernels", "PDL"), (11, "kernels_nopdl", "plain (patched)"),
+                           (12, "kernels", "plain (bench.kernels default)")):
+        for r in json.loads((HERE / f"call{call}" / sub / "kernels.json").read_text())["rows"]:
+            rows.append(dict(call=call, profiled=how, format=r["format"], graph_us=r["graph_us"],
+                             kernel_sum_us=r["kernel_sum_us"], floor_us=r["floor_us"], kernels=r["kernels"]))
+    return rows
+
+
 def main():
     barrier, unseen, prefetch = barrier_rows(), unseen_summary(), prefetch_summary()
+    promote, kernels = promote_rows(), kernel_rows()
     (HERE / "summary.json").write_text(json.dumps(dict(barrier=barrier, unseen=unseen, down_l2_prefetch={
-        k: v for k, v in prefetch.items() if k != "timeline_md"}), indent=1))
+        k: v for k, v in prefetch.items() if k != "timeline_md"}, mixtral_m512_promote=promote,
+        mixtral_m512_kernels=kernels), indent=1))
     out = ["# Thirty-sixth session: summaries (`summarize.py`)", "",
            "All on an H100 80GB HBM3 (no H200 came); us, CUDA-graph timed.", "",
            "## A grid-wide barrier in one Triton kernel (calls 1, 2; `barrier_probe.py`)", "",
@@ -92,6 +114,17 @@ def main():
             f"{prefetch['faster']} faster.", "", "| M | geomean | range |", "|---|---|---|"]
     out += [f"| {m} | {v['geomean']:.3f} | {v['lo']:.3f}-{v['hi']:.3f} |" for m, v in prefetch["by_m"].items()]
     out += ["", "Timelines (`call6/timeline/timeline.md`, us from the graph's start):", "", prefetch["timeline_md"]]
+    out += ["## Mixtral TP2 fp8_tensor M=512: FP8 promotion interval (calls 8, 9; `scripts/promote_probe.py`)", "",
+            "Call 8 timed with the tuner's accuracy gate (1% rel-L2), which refused the never-promoted variant; "
+            "call 9 with the gate at 2%.", "",
+            "| call | promote every | served | us | rel-L2 |", "|---|---|---|---|---|"]
+    out += [f"| {r['call']} | {r['promote_k'] or 'never'} | {r['served']} | {r['us'] if r['us'] is not None else '-'} | "
+            f"{100 * r['rel_l2']:.3f}% |" for r in promote]
+    out += ["", "## Mixtral TP2 M=512: each kernel's device time (calls 10-12; `fusedmoe.bench.kernels`)", "",
+            "| call | profiled | format | graph us | kernels us | floor us | kernels |", "|---|---|---|---|---|---|---|"]
+    out += [f"| {r['call']} | {r['profiled']} | {r['format']} | {r['graph_us']:.1f} | {r['kernel_sum_us']:.1f} | "
+            f"{r['floor_us']:.1f} | " + ", ".join(f"{k[:28]} {v:.1f}" for k, v in r["kernels"].items()) + " |"
+            for r in kernels]
     (HERE / "summary.md").write_text("\n".join(out) + "\n")
 
 
