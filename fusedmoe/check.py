@@ -176,6 +176,25 @@ def accuracy(out_dir: Path, tokens=(1, 8, 64, 512, 4096), shapes=PEER_SHAPES, fo
 GRAPH_FORMATS = ("bf16", "fp8_tensor", "fp8_block", "w4a8")
 
 
+def replays_match_eager(run, out: torch.Tensor, refresh, eager, replays: int) -> bool:
+    """Whether a CUDA graph of ``run()`` (one layer call writing ``out``), replayed ``replays``
+    times after ``refresh()`` has written fresh inputs in place, writes ``out`` bitwise equal to
+    an eager call (``eager()``) on the same inputs each time; ``out`` is NaN-filled first."""
+    run()
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        run()
+    equal = True
+    for _ in range(replays):
+        refresh()
+        out.fill_(float("nan"))
+        g.replay()
+        torch.cuda.synchronize()
+        equal &= torch.equal(out, eager())
+    return bool(equal)
+
+
 def graphs(out_dir: Path, formats=GRAPH_FORMATS) -> list[dict]:
     """Capture the op once per (shape, format, path), replay with fresh inputs, compare bitwise to eager."""
     rows = []
@@ -189,22 +208,14 @@ def graphs(out_dir: Path, formats=GRAPH_FORMATS) -> list[dict]:
                 x, tw, ids = layer_inputs(shape, m, gen)
                 shared = torch.randn_like(x)
                 out = torch.empty_like(x)
-                run = lambda: fused_moe(x, weights, tw, ids, path=path, out=out, shared_output=shared,  # noqa: E731
-                                        config=cfg)
-                run()
-                torch.cuda.synchronize()
-                g = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(g):
-                    run()
-                equal = True
-                for _ in range(3):
+
+                def refresh():
                     nx, ntw, nids = layer_inputs(shape, m, gen)
                     x.copy_(nx), tw.copy_(ntw), ids.copy_(nids), shared.normal_(generator=gen)
-                    out.fill_(float("nan"))
-                    g.replay()
-                    torch.cuda.synchronize()
-                    eager = fused_moe(x, weights, tw, ids, path=path, shared_output=shared, config=cfg)
-                    equal &= torch.equal(out, eager)
+
+                equal = replays_match_eager(
+                    lambda: fused_moe(x, weights, tw, ids, path=path, out=out, shared_output=shared, config=cfg),
+                    out, refresh, lambda: fused_moe(x, weights, tw, ids, path=path, shared_output=shared, config=cfg), 3)
                 rows.append(dict(shape=name, M=m, format=fmt, path=label, bitwise_equal=equal))
                 print(f"graph {name} M={m} {fmt} {label}: {'bitwise equal' if equal else 'DIFFERENT'}", flush=True)
     _write(out_dir, "graphs", rows, ["shape", "M", "format", "path", "bitwise_equal"])
@@ -282,7 +293,7 @@ def unseen(out_dir: Path, tokens=(1, 7, 64, 333), formats=GRAPH_FORMATS, shapes=
         biases = [torch.randn(e, n_rows, device=DEV, generator=gen) * 0.02 for n_rows in (2 * i, h)] \
             if act == "swiglu_oai" else [None, None]
         lo, held = (e // 4, e // 2) if n % 3 == 1 and e >= 4 else (0, e)
-        window = dict(expert_offset=lo, num_experts=e, activation=act)
+        layer = dict(expert_offset=lo, num_experts=e, activation=act)  # this rank's window, the activation
         for fmt in formats:
             try:
                 weights = ExpertWeights.from_dense(w13[lo:lo + held], w2[lo:lo + held], fmt,
@@ -302,7 +313,7 @@ def unseen(out_dir: Path, tokens=(1, 7, 64, 333), formats=GRAPH_FORMATS, shapes=
                 for path in ("auto",) + PATHS:
                     out = torch.full_like(x, float("nan"))
                     try:
-                        fused_moe(x, weights, tw, ids, shared_output=shared, out=out, path=path, **window)
+                        fused_moe(x, weights, tw, ids, shared_output=shared, out=out, path=path, **layer)
                     except ValueError as ex:
                         record(dict(shape=name, format=fmt, M=m, path=path, refused=str(ex)[:200]))
                         continue
@@ -318,19 +329,13 @@ def unseen(out_dir: Path, tokens=(1, 7, 64, 333), formats=GRAPH_FORMATS, shapes=
             x = torch.randn(m, h, device=DEV, generator=gen).to(dt)
             tw, ids = route(torch.randn(m, e, device=DEV, generator=gen), k)
             out = torch.empty_like(x)
-            run = lambda: fused_moe(x, weights, tw, ids, out=out, check_ids=False, **window)  # noqa: E731
-            run()
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g):
-                run()
-            equal = True
-            for _ in range(2):
+
+            def refresh():
                 ntw, nids = route(torch.randn(m, e, device=DEV, generator=gen), k)
                 x.normal_(generator=gen), tw.copy_(ntw), ids.copy_(nids)
-                out.fill_(float("nan"))
-                g.replay()
-                torch.cuda.synchronize()
-                equal &= torch.equal(out, fused_moe(x, weights, tw, ids, **window))
+
+            equal = replays_match_eager(lambda: fused_moe(x, weights, tw, ids, out=out, check_ids=False, **layer),
+                                        out, refresh, lambda: fused_moe(x, weights, tw, ids, **layer), 2)
             record(dict(shape=name, format=fmt, M=m, path="auto, CUDA graph", window=lo > 0, ok=bool(equal)))
         del w13, w2
         torch.cuda.empty_cache()
