@@ -26,8 +26,8 @@ Covers one K split of gate/up (act [R, I] fp32: ``SPLIT_K == 1``), bf16 / fp16 /
 fp8_block weights (W_SCALE 0, 1, 2; block scales need BLOCK_K a multiple of 128), biases,
 ``shared_output``, one H tile per program.  The interpreter cannot run Gluon: off sm_90 the
 launcher runs the Triton kernel with the same tiles (``route_direct.uses_gluon_down``).
-The PDL wait and the timeline marks are the Triton kernels' own (``_pdl.pdl_wait``,
-``_trace``), called from Gluon.
+The PDL wait, the timeline marks and the combine are the Triton kernels' own
+(``_pdl.pdl_wait``, ``_trace``, ``_route_direct_kernels._combine_token``), called from Gluon.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from triton.experimental.gluon import language as gl
 
 from .._pdl import pdl_wait
 from .._trace import trace_end, trace_mark
+from ._route_direct_kernels import _combine_token
 
 
 @gluon.constexpr_function
@@ -142,14 +143,6 @@ def route_down_gluon_kernel(
         w = gl.load(w_rows + k0 + k4, mask=row_ok4 & (k0 + g4 < I), other=0.0)
         acc += _step_products(w, a_rows, k0, k4, g4, held4, s_rows, s_ok, g3, I, W_SCALE)
 
-    y = gl.sum(acc, axis=2)  # [KP, BLOCK_N]
-    if W_SCALE == 1:
-        y = y * gl.load(ws_ptr + e, mask=held, other=0.0)[:, None]
-    if HAS_BIAS:
-        y += gl.load(b_ptr + e[:, None] * H + n[None, :], mask=held[:, None] & n_ok[None, :], other=0.0)
-    route_w = gl.load(tw_ptr + r, mask=held, other=0.0).to(gl.float32)
-    total = gl.sum(y * route_w[:, None], axis=0)  # [BLOCK_N]
-    if HAS_SHARED:
-        total += gl.load(shared_ptr + t.to(gl.int64) * stride_s + n, mask=n_ok, other=0.0).to(gl.float32)
-    gl.store(out_ptr + t.to(gl.int64) * stride_o + n, total.to(out_ptr.dtype.element_ty), mask=n_ok)
+    _combine_token(gl.sum(acc, axis=2), r, held, e, t, n, n_ok, ws_ptr, b_ptr, tw_ptr, shared_ptr, out_ptr, H,
+                   stride_s, stride_o, W_SCALE, HAS_BIAS, HAS_SHARED)
     trace_end(trace_ptr, TRACE)
