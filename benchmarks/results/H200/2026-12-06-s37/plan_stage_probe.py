@@ -1,0 +1,158 @@
+"""Where the recount plan launch spends its time (thirty-seventh session probe, throw-away).
+
+    python benchmarks/results/H200/2026-12-06-s37/plan_stage_probe.py --out DIR
+
+A copy of ``_plan_recount_kernel`` cut after stage STAGE (each cut keeps what it computed
+alive by storing it):
+  0  the launch alone (grid as the recount's, one store)
+  1  + every program loads all R ids
+  2  + counts them (tl.histogram, or atomics in the program's scratch rows)
+  3  + prefix sums, the chunk's ranks, the scatter of its routes
+  4  + segment padding and the dead tails (the whole kernel)
+each graph-timed as ``fusedmoe.bench.plan`` times the plan (50 calls in a graph, median of 20
+replays), beside the library's own launch at several chunks and warps.  Writes plan_stages.json/md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import torch
+import triton
+import triton.language as tl
+
+from fusedmoe import _plan_kernels as K
+from fusedmoe.bench.harness import graph_us
+from fusedmoe.bench.plan import _ids
+from fusedmoe.plan import _build, _width, max_blocks, max_padded_routes
+
+
+@triton.jit
+def _stage_kernel(
+    ids_ptr, stride_t, stride_j, top_k, num_routes, expert_lo, num_local,
+    sorted_ptr, num_padded_cap, block_expert_ptr, num_blocks_cap, num_blocks_ptr, counts_ptr, scratch_ptr,
+    BLOCK_M: tl.constexpr, R_PAD: tl.constexpr, CHUNK: tl.constexpr, E_BINS: tl.constexpr,
+    PAD_TILE: tl.constexpr, FILL: tl.constexpr, COUNT_IN_MEMORY: tl.constexpr, STAGE: tl.constexpr,
+):
+    c = tl.program_id(0)
+    progs = tl.num_programs(0)
+    lo = c * CHUNK
+    if STAGE == 0:
+        tl.store(num_blocks_ptr, c, mask=c == 0)
+    else:
+        r = tl.arange(0, R_PAD)
+        held, local = K._load_ids(ids_ptr, r, r < num_routes, top_k, stride_t, stride_j, expert_lo, num_local)
+        if STAGE == 1:
+            tl.store(num_blocks_ptr + c, tl.sum(tl.where(held, local, 0), 0))
+        else:
+            if COUNT_IN_MEMORY:
+                counts, before = K._count_in_memory(scratch_ptr + c * (2 * E_BINS), local, held, r < lo, E_BINS)
+            else:
+                counts = tl.histogram(local, E_BINS, mask=held)
+                before = tl.histogram(local, E_BINS, mask=held & (r < lo))
+            e = tl.arange(0, E_BINS)
+            if STAGE == 2:
+                tl.store(counts_ptr + c * E_BINS + e, counts + before)
+            else:
+                padded = (counts + (BLOCK_M - 1)) // BLOCK_M * BLOCK_M
+                pstart = tl.cumsum(padded, 0) - padded
+                total = tl.sum(padded, 0)
+                tl.store(counts_ptr + e, counts, mask=(e < num_local) & (c == 0))
+                tl.store(num_blocks_ptr, total // BLOCK_M, mask=c == 0)
+                i = tl.arange(0, CHUNK)
+                rc = lo + i
+                held_c, local_c = K._load_ids(ids_ptr, rc, rc < num_routes, top_k, stride_t, stride_j, expert_lo,
+                                              num_local)
+                key = tl.where(held_c, local_c, -1)
+                rank = tl.sum(((key[:, None] == key[None, :]) & (i[None, :] < i[:, None])).to(tl.int32), axis=1)
+                dest = tl.gather(pstart + before, local_c, 0) + rank
+                tl.store(sorted_ptr + dest, rc, mask=held_c)
+                tl.store(block_expert_ptr + dest // BLOCK_M, local_c, mask=held_c)
+                if STAGE >= 4:
+                    end = tl.gather(pstart + counts, local_c, 0)
+                    pad = tl.where(held_c & (dest + 1 == end), (end + (BLOCK_M - 1)) // BLOCK_M * BLOCK_M - end, 0)
+                    jj = tl.arange(0, PAD_TILE)
+                    for j0 in tl.static_range(0, BLOCK_M - 1, PAD_TILE):
+                        j = j0 + jj
+                        tl.store(sorted_ptr + dest[:, None] + 1 + j[None, :], -1, mask=j[None, :] < pad[:, None])
+                    share = tl.cdiv(num_padded_cap - total, progs)
+                    K._fill_minus_one(sorted_ptr, total + c * share,
+                                      tl.minimum(total + (c + 1) * share, num_padded_cap), FILL)
+                    live_blocks = total // BLOCK_M
+                    share = tl.cdiv(num_blocks_cap - live_blocks, progs)
+                    K._fill_minus_one(block_expert_ptr, live_blocks + c * share,
+                                      tl.minimum(live_blocks + (c + 1) * share, num_blocks_cap), FILL)
+
+
+def stage_fn(ids, experts, block_m, stage, in_memory, chunk=32, warps=4):
+    routes = ids.numel()
+    r_pad, e_bins = _width(routes), _width(experts)
+    grid = -(-routes // chunk)
+    dev = ids.device
+    padded, blocks = max_padded_routes(routes, experts, block_m), max_blocks(routes, experts, block_m)
+    sorted_routes = torch.empty(padded, dtype=torch.int32, device=dev)
+    block_expert = torch.empty(blocks, dtype=torch.int32, device=dev)
+    num_blocks = torch.empty(max(grid, 1), dtype=torch.int32, device=dev)
+    counts = torch.empty(grid * e_bins, dtype=torch.int32, device=dev)
+    scratch = torch.empty(grid * 2 * e_bins, dtype=torch.int32, device=dev)
+    flat = ids.view(-1, 1)
+
+    def fn():
+        _stage_kernel[(grid,)](flat, 1, 1, 1, routes, 0, experts, sorted_routes, padded, block_expert, blocks,
+                               num_blocks, counts, scratch, BLOCK_M=block_m, R_PAD=r_pad, CHUNK=chunk,
+                               E_BINS=e_bins, PAD_TILE=min(block_m, 64), FILL=1024, COUNT_IN_MEMORY=in_memory,
+                               STAGE=stage, num_warps=warps)
+    return fn
+
+
+SHAPES = [(1024, 64), (2048, 64), (1024, 256), (1024, 512), (2048, 128), (2048, 512), (512, 64)]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--shape", type=int, default=None, help="one of SHAPES (by index), else all")
+    ap.add_argument("--compile-only", action="store_true", help="run each variant once, time nothing")
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(0)
+    rows = []
+
+    def rec(**row):
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+
+    timed = (lambda fn: fn()) if args.compile_only else graph_us
+    for routes, experts in SHAPES if args.shape is None else [SHAPES[args.shape]]:
+        ids = _ids(routes, experts, 8)
+        for mem in (False, True):
+            for stage in range(5):
+                rec(routes=routes, experts=experts, kind="stage", in_memory=mem, stage=stage,
+                    us=timed(stage_fn(ids, experts, 16, stage, mem)))
+        for chunk in (32, 64, 128):
+            for warps in (4, 8):
+                for mem in (False, True):
+                    rec(routes=routes, experts=experts, kind="library", in_memory=mem, chunk=chunk, warps=warps,
+                        us=timed(lambda: _build(ids, experts, 16, path="recount", chunk=chunk, warps=warps,
+                                                   count_in_memory=mem)))
+        rec(routes=routes, experts=experts, kind="auto", us=timed(lambda: _build(ids, experts, 16)))
+    if args.compile_only:
+        return 0
+    (args.out / "plan_stages.json").write_text(json.dumps(dict(device=torch.cuda.get_device_name(),
+                                                               torch=torch.__version__, triton=triton.__version__,
+                                                               rows=rows), indent=1))
+    lines = ["| routes | experts | count | stage 0 | 1 | 2 | 3 | 4 |", "|---|---|---|---|---|---|---|---|"]
+    for (r, e) in sorted({(x["routes"], x["experts"]) for x in rows}):
+        for mem in (False, True):
+            st = [x["us"] for x in rows if x["kind"] == "stage" and x["routes"] == r and x["experts"] == e
+                  and x["in_memory"] == mem]
+            lines.append(f"| {r} | {e} | {'atomic' if mem else 'hist'} | " + " | ".join(f"{u:.2f}" for u in st) + " |")
+    (args.out / "plan_stages.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
