@@ -26,7 +26,45 @@ import triton.language as tl
 from fusedmoe import _plan_kernels as K
 from fusedmoe.bench.harness import graph_us
 from fusedmoe.bench.plan import _ids
-from fusedmoe.plan import _build, _width, max_blocks, max_padded_routes
+from fusedmoe.plan import _build, _width, max_blocks, max_padded_routes, reference_plan
+
+
+@triton.jit
+def _one_hot_operands(key, HI: tl.constexpr, LO: tl.constexpr, LOG_LO: tl.constexpr):
+    """a [HI, KC] = (key >> LOG_LO == row), b [KC, LO] = (key & (LO - 1) == column), fp16 0/1;
+    key -1 (a route not held) matches no row of a."""
+    a = ((key >> LOG_LO)[None, :] == tl.arange(0, HI)[:, None]).to(tl.float16)
+    b = ((key & (LO - 1))[:, None] == tl.arange(0, LO)[None, :]).to(tl.float16)
+    return a, b
+
+
+@triton.jit
+def _keys(ids_ptr, r, num_routes, top_k, stride_t, stride_j, expert_lo, num_local):
+    held, local = K._load_ids(ids_ptr, r, r < num_routes, top_k, stride_t, stride_j, expert_lo, num_local)
+    return tl.where(held, local, -1)
+
+
+@triton.jit
+def _count_by_dot(ids_ptr, num_routes, top_k, stride_t, stride_j, expert_lo, num_local, lo,
+                  HI: tl.constexpr, LO: tl.constexpr, LOG_LO: tl.constexpr, KC: tl.constexpr):
+    """(counts, before) [HI * LO] int32: held routes per local expert, all and those below route lo,
+    as sums of one-hot [HI, KC] x [KC, LO] products over blocks of KC routes (tensor cores, fp32
+    sums, exact); the next block's ids are loaded while this one's product runs."""
+    kk = tl.arange(0, KC)
+    lo_al = lo // KC * KC
+    a, b = _one_hot_operands(_keys(ids_ptr, lo_al + kk, lo, top_k, stride_t, stride_j, expert_lo, num_local),
+                             HI, LO, LOG_LO)
+    part = tl.dot(a, b)
+    acc = tl.zeros([HI, LO], dtype=tl.float32)
+    before = tl.zeros([HI, LO], dtype=tl.float32)
+    nxt = _keys(ids_ptr, kk, num_routes, top_k, stride_t, stride_j, expert_lo, num_local)
+    for k0 in range(0, num_routes, KC):
+        cur = nxt
+        nxt = _keys(ids_ptr, k0 + KC + kk, num_routes, top_k, stride_t, stride_j, expert_lo, num_local)
+        before = tl.where(k0 == lo_al, acc, before)
+        a, b = _one_hot_operands(cur, HI, LO, LOG_LO)
+        acc = tl.dot(a, b, acc)
+    return tl.reshape(acc, [HI * LO]).to(tl.int32), tl.reshape(before + part, [HI * LO]).to(tl.int32)
 
 
 @triton.jit
@@ -35,6 +73,8 @@ def _stage_kernel(
     sorted_ptr, num_padded_cap, block_expert_ptr, num_blocks_cap, num_blocks_ptr, counts_ptr, scratch_ptr,
     BLOCK_M: tl.constexpr, R_PAD: tl.constexpr, CHUNK: tl.constexpr, E_BINS: tl.constexpr,
     PAD_TILE: tl.constexpr, FILL: tl.constexpr, COUNT_IN_MEMORY: tl.constexpr, STAGE: tl.constexpr,
+    DOT: tl.constexpr = False, HI: tl.constexpr = 16, LO: tl.constexpr = 16, LOG_LO: tl.constexpr = 4,
+    KC: tl.constexpr = 128,
 ):
     c = tl.program_id(0)
     progs = tl.num_programs(0)
@@ -42,12 +82,17 @@ def _stage_kernel(
     if STAGE == 0:
         tl.store(num_blocks_ptr, c, mask=c == 0)
     else:
+        if DOT:  # E_BINS = HI * LO
+            counts, before = _count_by_dot(ids_ptr, num_routes, top_k, stride_t, stride_j, expert_lo, num_local,
+                                           lo, HI, LO, LOG_LO, KC)
         r = tl.arange(0, R_PAD)
         held, local = K._load_ids(ids_ptr, r, r < num_routes, top_k, stride_t, stride_j, expert_lo, num_local)
         if STAGE == 1:
             tl.store(num_blocks_ptr + c, tl.sum(tl.where(held, local, 0), 0))
         else:
-            if COUNT_IN_MEMORY:
+            if DOT:
+                pass
+            elif COUNT_IN_MEMORY:
                 counts, before = K._count_in_memory(scratch_ptr + c * (2 * E_BINS), local, held, r < lo, E_BINS)
             else:
                 counts = tl.histogram(local, E_BINS, mask=held)
@@ -86,9 +131,20 @@ def _stage_kernel(
                                       tl.minimum(live_blocks + (c + 1) * share, num_blocks_cap), FILL)
 
 
-def stage_fn(ids, experts, block_m, stage, in_memory, chunk=32, warps=4):
+def dot_split(experts):
+    """(HI, LO, LOG_LO) of the one-hot product for ``experts`` bins: LO = 2^ceil(b/2), HI = the
+    rest, both at least 16 (tl.dot's smallest sides)."""
+    b = max(_width(experts).bit_length() - 1, 4)
+    log_lo = max(4, (b + 1) // 2)
+    return max(16, (1 << b) >> log_lo), 1 << log_lo, log_lo
+
+
+def stage_fn(ids, experts, block_m, stage, in_memory, chunk=32, warps=4, dot=False, kc=128, buffers=None):
     routes = ids.numel()
     r_pad, e_bins = _width(routes), _width(experts)
+    hi, lo, log_lo = dot_split(experts)
+    if dot:
+        e_bins = hi * lo
     grid = -(-routes // chunk)
     dev = ids.device
     padded, blocks = max_padded_routes(routes, experts, block_m), max_blocks(routes, experts, block_m)
@@ -98,16 +154,19 @@ def stage_fn(ids, experts, block_m, stage, in_memory, chunk=32, warps=4):
     counts = torch.empty(grid * e_bins, dtype=torch.int32, device=dev)
     scratch = torch.empty(grid * 2 * e_bins, dtype=torch.int32, device=dev)
     flat = ids.view(-1, 1)
+    if buffers is not None:
+        buffers.update(sorted_routes=sorted_routes, block_expert=block_expert, num_blocks=num_blocks, counts=counts)
 
     def fn():
         _stage_kernel[(grid,)](flat, 1, 1, 1, routes, 0, experts, sorted_routes, padded, block_expert, blocks,
                                num_blocks, counts, scratch, BLOCK_M=block_m, R_PAD=r_pad, CHUNK=chunk,
                                E_BINS=e_bins, PAD_TILE=min(block_m, 64), FILL=1024, COUNT_IN_MEMORY=in_memory,
-                               STAGE=stage, num_warps=warps)
+                               STAGE=stage, DOT=dot, HI=hi, LO=lo, LOG_LO=log_lo, KC=kc, num_warps=warps)
     return fn
 
 
-SHAPES = [(1024, 64), (2048, 64), (1024, 256), (1024, 512), (2048, 128), (2048, 512), (512, 64)]
+SHAPES = [(1024, 64), (2048, 64), (1024, 256), (1024, 512), (2048, 128), (2048, 512), (512, 64), (2048, 256),
+          (64, 512), (8, 8)]
 
 
 def main() -> int:
@@ -115,6 +174,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--shape", type=int, default=None, help="one of SHAPES (by index), else all")
     ap.add_argument("--compile-only", action="store_true", help="run each variant once, time nothing")
+    ap.add_argument("--dot", action="store_true", help="time the count by one-hot products instead (stages 2, 4)")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(0)
@@ -127,6 +187,26 @@ def main() -> int:
     timed = (lambda fn: fn() and None) if args.compile_only else graph_us
     for routes, experts in SHAPES if args.shape is None else [SHAPES[args.shape]]:
         ids = _ids(routes, experts, 8)
+        if args.dot:
+            ref = reference_plan(ids, experts, 16)
+            for kc, warps in [(128, 4), (256, 4), (128, 8), (256, 8), (64, 4)]:
+                for stage in (2, 4):
+                    buf = {}
+                    fn = stage_fn(ids, experts, 16, stage, False, warps=warps, dot=True, kc=kc, buffers=buf)
+                    us = timed(fn)
+                    equal = None
+                    if stage == 4:
+                        fn()
+                        equal = (int(buf["num_blocks"][0]) == int(ref.num_blocks)
+                                 and torch.equal(buf["counts"][:experts], ref.expert_counts)
+                                 and torch.equal(buf["sorted_routes"], ref.sorted_routes)
+                                 and torch.equal(buf["block_expert"], ref.block_expert))
+                    rec(routes=routes, experts=experts, kind="dot", kc=kc, warps=warps, stage=stage, us=us, equal=equal)
+            for warps in (4, 8):
+                rec(routes=routes, experts=experts, kind="hist", warps=warps,
+                    us=timed(lambda: _build(ids, experts, 16, path="recount", warps=warps, count_in_memory=False)))
+            rec(routes=routes, experts=experts, kind="auto", us=timed(lambda: _build(ids, experts, 16)))
+            continue
         for mem in (False, True):
             for stage in range(5):
                 rec(routes=routes, experts=experts, kind="stage", in_memory=mem, stage=stage,
@@ -139,6 +219,11 @@ def main() -> int:
                                                    count_in_memory=mem)))
         rec(routes=routes, experts=experts, kind="auto", us=timed(lambda: _build(ids, experts, 16)))
     if args.compile_only:
+        return 0
+    if args.dot:
+        (args.out / "plan_dot.json").write_text(json.dumps(dict(device=torch.cuda.get_device_name(),
+                                                                torch=torch.__version__, triton=triton.__version__,
+                                                                rows=rows), indent=1))
         return 0
     (args.out / "plan_stages.json").write_text(json.dumps(dict(device=torch.cuda.get_device_name(),
                                                                torch=torch.__version__, triton=triton.__version__,
