@@ -40,7 +40,8 @@ E_local (one graph node each, the -1 fill inside, unless said otherwise):
 * the recount launch (``_plan_recount_kernel``, cdiv(R, 32) programs that each count all R
   routes, rank their own 32 by comparison and write disjoint slots, no program waiting for
   another; R, E_local <= 2048): the rest to 2048 routes and experts, counting by tl.histogram
-  to 128 experts and by atomics in scratch memory of their own beyond;
+  to 128 experts (and 256 from 1024 routes) and by atomics in scratch memory of their own
+  beyond; 8 warps where the count is wide (``_recount_warps``), else 4;
 * the tiled launches (``_plan_tile_count_kernel`` then ``_plan_tile_scatter_kernel`` over tiles of
   E_TILE experts; the second, launched with PDL, ranks its experts' routes while the first
   counts; R, E_local <= 2048): more than 1024 routes over 129..256 experts;
@@ -124,8 +125,8 @@ FILL = 1024
 #            tiled    2.85   3.30   3.63   4.18   5.69   8.02
 #   2048     atomic   2.49   2.75   2.96   3.15   3.84   5.24
 #            tiled    3.20   3.44   4.38   5.48   8.22  14.89
-# (single at 1024 / 2048 experts: 4.4-8.7 us; recount with 8 warps or programs of 16 or 64 routes was
-# no faster over the grid: chunks of 64 cost 0.9 us more at few routes, 16 lost at 2048 routes.)
+# (single at 1024 / 2048 experts: 4.4-8.7 us; programs of 16 or 64 routes were no faster over the grid:
+# chunks of 64 cost 0.9 us more at few routes, 16 lost at 2048 routes; warps: below.)
 # tl.histogram's code grows with routes x bins (its recount program at 2048 x 512 is 4560 SASS
 # instructions, 1080 counting by atomics), so it wins to 128 bins; every atomic program counts all R
 # routes, 64 x 2048 atomic adds at 2048 routes, which the tiled launches avoid at 256 experts.  Hence:
@@ -135,13 +136,28 @@ FILL = 1024
 # launches (tiles of E_bins / TILED_PROGRAMS experts) run; three launches for more than 2048 routes or
 # experts.  Tiled programs of 2 and 8 warps ran no faster than 4 (twenty-first session).
 # TILED_MAX_WORK keeps the scatter program from spilling (E_TILE 8 x 2048 routes did, 255 registers).
+# Recount warps and the 256-bin histogram, from the thirty-seventh session (H100, the same bench over 128..2048
+# routes x 64..512 experts; benchmarks/results/H200/2026-12-06-s37/call4/; us, hist / atomic at 4 -> 8 warps):
+#   routes x E_local   2048 x 64    2048 x 128   1024 x 256            512 x 256   256 x 512   2048 x 512
+#   hist               3.25 -> 2.80 3.11 -> 2.97 3.64 -> 2.94          2.91 -> 2.61
+#   atomic                                       3.06 -> 3.09          2.59 -> 2.51 2.37 -> 2.24 4.88 -> 4.83
+# and no change beyond 0.07 us elsewhere (hist at 1024 x 64 / 128: 2.23 / 2.44 -> 2.22 / 2.43).  A probe of
+# the recount program cut stage by stage (plan_stage_probe.py there) put 1.1 us of 2048 x 64's 3.2 in its two
+# histograms and 3.2 us of 2048 x 512's 5.6 in its atomics; eight warps shorten the histogram's dependent
+# chains (two warps per scheduler).  Counting by one-hot products on the tensor cores ([16, 128] x [128, 32]
+# per block of routes) ran 2.9-11 us, slower everywhere.  Hence RECOUNT_WIDE_WARPS for atomics and for
+# histograms of at least RECOUNT_WIDE_WORK routes x bins, and the histogram at 256 bins from 1024 routes.
 SINGLE_AUTO_MAX_ROUTES = 64
 SINGLE_AUTO_MAX_EXPERTS = 256
 SINGLE_AUTO_WARPS = 2
 RECOUNT_MAX_EXPERTS = 2048
 RECOUNT_HISTOGRAM_MAX_BINS = 128
+RECOUNT_HISTOGRAM_WIDE_BINS = 256
+RECOUNT_HISTOGRAM_WIDE_MIN_ROUTES = 1024
 RECOUNT_CHUNK = 32
 RECOUNT_WARPS = 4
+RECOUNT_WIDE_WARPS = 8
+RECOUNT_WIDE_WORK = 1 << 17
 TILED_AUTO_MIN_ROUTES = 1025
 TILED_AUTO_BINS = 256
 INTERPRETER_RECOUNT_CHUNK = 256
@@ -239,10 +255,20 @@ def _auto_blocked(num_routes: int, num_local_experts: int) -> tuple[str, int | N
     return "recount", None
 
 
-def _recount_in_memory(num_local_experts: int) -> bool:
-    """Whether the recount kernel counts by atomics in scratch memory (above
-    RECOUNT_HISTOGRAM_MAX_BINS histogram bins) rather than by tl.histogram."""
-    return _width(num_local_experts) > RECOUNT_HISTOGRAM_MAX_BINS
+def _recount_in_memory(num_routes: int, num_local_experts: int) -> bool:
+    """Whether the recount kernel counts by atomics in scratch memory rather than by
+    tl.histogram: above RECOUNT_HISTOGRAM_MAX_BINS histogram bins, but for
+    RECOUNT_HISTOGRAM_WIDE_BINS bins over at least RECOUNT_HISTOGRAM_WIDE_MIN_ROUTES routes."""
+    bins = _width(num_local_experts)
+    return bins > RECOUNT_HISTOGRAM_MAX_BINS and not (
+        bins == RECOUNT_HISTOGRAM_WIDE_BINS and _width(num_routes) >= RECOUNT_HISTOGRAM_WIDE_MIN_ROUTES)
+
+
+def _recount_warps(num_routes: int, num_local_experts: int, in_memory: bool) -> int:
+    """Warps of a recount program: RECOUNT_WIDE_WARPS when it counts by atomics, or by
+    tl.histogram over at least RECOUNT_WIDE_WORK routes x bins; else RECOUNT_WARPS."""
+    wide = in_memory or _width(num_routes) * _width(num_local_experts) >= RECOUNT_WIDE_WORK
+    return RECOUNT_WIDE_WARPS if wide else RECOUNT_WARPS
 
 
 def _auto_chunk(num_routes: int) -> int:
@@ -384,9 +410,10 @@ def _build(
             _launch_tiled(K, common, num_routes, block_m, padded, blocks, sorted_routes, block_expert,
                           num_blocks, counts, e_tile or _tile_experts(num_routes, num_local), warps or TILED_WARPS, pdl)
         elif path == "recount":
+            in_memory = _recount_in_memory(num_routes, num_local) if count_in_memory is None else count_in_memory
             _launch_recount(K, common, num_routes, num_local, block_m, padded, blocks, sorted_routes,
-                            block_expert, num_blocks, counts, chunk or _recount_chunk(), warps or RECOUNT_WARPS,
-                            _recount_in_memory(num_local) if count_in_memory is None else count_in_memory, pdl)
+                            block_expert, num_blocks, counts, chunk or _recount_chunk(),
+                            warps or _recount_warps(num_routes, num_local, in_memory), in_memory, pdl)
         elif path == "single":
             r_pad = _width(num_routes)
             off = _empty(num_local, device)

@@ -242,8 +242,8 @@ CASES = [
         scratch_ptr="*i32"),
        dict(BLOCK_M=16, R_PAD=2048, CHUNK=chunk, E_BINS=e, PAD_TILE=16, FILL=1024, COUNT_IN_MEMORY=mem, PDL=True),
        warps, False)
-      for e, chunk, warps, mem in ((512, 32, 4, True), (2048, 32, 4, True), (512, 64, 8, True), (512, 128, 4, True),
-                                   (512, 32, 4, False))],
+      for e, chunk, warps, mem in ((512, 32, 8, True), (2048, 32, 8, True), (512, 64, 8, True), (512, 128, 4, True),
+                                   (512, 32, 4, False), (64, 32, 8, False), (256, 32, 8, False))],
     *[(f"plan tiled count R{r} E_TILE{et}", _plan_tile_count_kernel, dict(ids_ptr="*i32", counts_ptr="*i32"),
        dict(E_TILE=et, R_PAD=r, PDL=True), 4, False) for r, et in ((2048, 2), (2048, 4), (1024, 8), (64, 1))],
     *[(f"plan tiled scatter R{r} E_TILE{et} E{e} block_m {bm}", _plan_tile_scatter_kernel, dict(

@@ -168,8 +168,18 @@ def test_auto_blocked_rule(r, e, path, warps):
 
 def test_recount_counts_by_atomics_above_128_bins():
     # tl.histogram to 128 bins, atomics in scratch memory beyond (the bins are a power of two >= 16)
-    assert [plan_mod._recount_in_memory(e) for e in (1, 16, 100, 128, 129, 256, 2048)] == [
+    assert [plan_mod._recount_in_memory(512, e) for e in (1, 16, 100, 128, 129, 256, 2048)] == [
         False, False, False, False, True, True, True]
+    # but the histogram at 256 bins from 1024 routes (513 routes: 1024 wide)
+    assert [plan_mod._recount_in_memory(r, 256) for r in (512, 513, 1024, 2048)] == [True, False, False, False]
+    assert [plan_mod._recount_in_memory(r, 257) for r in (512, 1024, 2048)] == [True, True, True]
+
+
+def test_recount_warps_rule():
+    # 8 warps counting by atomics, or by tl.histogram over >= 2^17 routes x bins; else 4
+    assert plan_mod._recount_warps(100, 300, True) == 8
+    assert [plan_mod._recount_warps(r, e, False) for r, e in ((2048, 64), (1025, 100), (1024, 128), (1024, 64),
+                                                              (2048, 8), (512, 256))] == [8, 8, 8, 4, 4, 8]
 
 
 def test_tile_experts_rule():
