@@ -85,7 +85,8 @@ def main(argv=None) -> int:
         md = [f"Route plan, graph-timed ({meta['device']}, torch {meta['torch']}, Triton {meta['triton']}); "
               f"target <= {TARGET_US} us for R <= 2048, E <= 512", "",
               f"Path {args.path}, chunk {rows[0]['chunk'] if rows else '-'}, e_tile {args.e_tile or 'default'}, "
-              f"warps {args.warps or 'default'}, recount counts by {'tl.histogram' if args.histogram else 'atomics'}", "",
+              f"warps {args.warps or 'default'}, recount counts by "
+              f"{'tl.histogram' if args.histogram else 'its rule (plan._recount_in_memory)'}", "",
               "| routes | experts | kernel | launches | us | equal to reference |", "|---|---|---|---|---|---|"]
         md += [f"| {r['routes']} | {r['experts']} | {r['kernel']} | {r['launches']} | {r['us']:.2f} | {r['equal']} |"
                for r in rows]

@@ -1,0 +1,104 @@
+"""Tables of the thirty-seventh session's plan runs (H100), from the call folders beside this file.
+
+    python benchmarks/results/H200/2026-12-06-s37/summarize.py    # writes summary.md, summary.json
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+HERE = Path(__file__).parent
+S33 = HERE.parent / "2026-12-06-s33" / "call1" / "plan_auto" / "plan.json"
+
+
+def _rows(path: Path) -> list[dict]:
+    return json.loads(path.read_text())["rows"]
+
+
+def stages() -> tuple[list[str], list[dict]]:
+    """Call 2: the recount program cut after each stage (us)."""
+    rows = [r for r in _rows(HERE / "call2" / "probe" / "plan_stages.json") if r["kind"] == "stage"]
+    out, md = [], ["| routes x experts | count | launch alone | + load ids | + count | + rank, scatter | whole |",
+                   "|---|---|---|---|---|---|---|"]
+    for r, e in sorted({(x["routes"], x["experts"]) for x in rows}):
+        for mem in (False, True):
+            us = [x["us"] for x in sorted(rows, key=lambda x: x["stage"])
+                  if (x["routes"], x["experts"], x["in_memory"]) == (r, e, mem)]
+            out.append(dict(routes=r, experts=e, count="atomics" if mem else "histogram", stage_us=us))
+            md.append(f"| {r} x {e} | {out[-1]['count']} | " + " | ".join(f"{u:.2f}" for u in us) + " |")
+    return md, out
+
+
+def dot() -> tuple[list[str], list[dict]]:
+    """Call 3: the whole recount program counting by one-hot products, its best block and warps,
+    against the library's histogram count (4 and 8 warps) and auto."""
+    rows = _rows(HERE / "call3" / "probe" / "plan_dot.json")
+    out, md = [], ["| routes x experts | one-hot products, best (block, warps) | all equal to the reference | "
+                   "histogram 4 / 8 warps | auto |", "|---|---|---|---|---|"]
+    for r, e in sorted({(x["routes"], x["experts"]) for x in rows}):
+        here = [x for x in rows if (x["routes"], x["experts"]) == (r, e)]
+        whole = [x for x in here if x["kind"] == "dot" and x["stage"] == 4]
+        best = min(whole, key=lambda x: x["us"])
+        hist = {x["warps"]: x["us"] for x in here if x["kind"] == "hist"}
+        auto = next(x["us"] for x in here if x["kind"] == "auto")
+        out.append(dict(routes=r, experts=e, dot_us=best["us"], dot_kc=best["kc"], dot_warps=best["warps"],
+                        dot_equal=all(x["equal"] for x in whole), hist_us=hist, auto_us=auto))
+        md.append(f"| {r} x {e} | {best['us']:.2f} ({best['kc']}, {best['warps']}) | {out[-1]['dot_equal']} | "
+                  f"{hist[4]:.2f} / {hist[8]:.2f} | {auto:.2f} |")
+    return md, out
+
+
+def grid() -> tuple[list[str], list[dict]]:
+    """Call 4: the recount launch forced (at <= 128 bins 'atomic' ran the histogram: the rule's
+    default then) and auto before the new rule."""
+    names = ("auto", "hist_w4", "hist_w8", "atomic_w4", "atomic_w8")
+    table: dict = {}
+    for n in names:
+        for r in _rows(HERE / "call4" / n / "plan.json"):
+            table.setdefault((r["routes"], r["experts"]), {})[n] = r["us"]
+    md = ["| routes x experts | auto (before) | histogram, 4 warps | 8 warps | atomics*, 4 warps | 8 warps |",
+          "|---|---|---|---|---|---|"]
+    out = []
+    for (r, e), t in sorted(table.items()):
+        out.append(dict(routes=r, experts=e, **t))
+        md.append(f"| {r} x {e} | " + " | ".join(f"{t[n]:.2f}" for n in names) + " |")
+    md.append("")
+    md.append("*at 64 and 128 experts the atomics runs counted by tl.histogram (the rule's default there).")
+    return md, out
+
+
+def auto() -> tuple[list[str], list[dict]]:
+    """Call 5: auto after the rule, against the thirty-third session's auto (H100 too)."""
+    before = {(r["routes"], r["experts"]): r for r in _rows(S33)}
+    md = ["| routes x experts | kernel | s33 auto us | s37 auto us | <= 3 us | equal to the reference |",
+          "|---|---|---|---|---|---|"]
+    out = []
+    for r in _rows(HERE / "call5" / "plan_auto" / "plan.json"):
+        b = before.get((r["routes"], r["experts"]))
+        out.append(dict(routes=r["routes"], experts=r["experts"], kernel=r["kernel"], us=r["us"],
+                        s33_us=b["us"] if b else None, equal=r["equal"]))
+        md.append(f"| {r['routes']} x {r['experts']} | {r['kernel']} | {b['us']:.2f} | {r['us']:.2f} | "
+                  f"{'yes' if r['us'] <= 3.0 else 'no'} | {r['equal']} |")
+    over = [x for x in out if x["us"] > 3.0]
+    md += ["", f"{len(out)} points, {len(over)} over 3 us: " + ", ".join(
+        f"{x['routes']} x {x['experts']} ({x['us']:.2f})" for x in over)]
+    return md, out
+
+
+def main() -> None:
+    summary, md = {}, ["# Thirty-seventh session: plan tables (H100 80GB HBM3, torch 2.11.0+cu130, Triton 3.6.0)", ""]
+    for name, title, fn in (("stages", "Call 2: the recount program cut stage by stage (us, graph-timed)", stages),
+                            ("one_hot", "Call 3: counting by one-hot products on the tensor cores (us)", dot),
+                            ("recount_grid", "Call 4: the recount launch, count x warps (us)", grid),
+                            ("auto", "Call 5: auto after the rule", auto)):
+        lines, rows = fn()
+        summary[name] = rows
+        md += [f"## {title}", "", *lines, ""]
+    (HERE / "summary.md").write_text("\n".join(md))
+    (HERE / "summary.json").write_text(json.dumps(dict(device="NVIDIA H100 80GB HBM3", torch="2.11.0+cu130",
+                                                       triton="3.6.0", date="2026-12-06", **summary), indent=1))
+
+
+if __name__ == "__main__":
+    main()
