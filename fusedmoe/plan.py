@@ -141,7 +141,8 @@ FILL = 1024
 #   routes x E_local   2048 x 64    2048 x 128   1024 x 256            512 x 256   256 x 512   2048 x 512
 #   hist               3.25 -> 2.80 3.11 -> 2.97 3.64 -> 2.94          2.91 -> 2.61
 #   atomic                                       3.06 -> 3.09          2.59 -> 2.51 2.37 -> 2.24 4.88 -> 4.83
-# and no change beyond 0.07 us elsewhere (hist at 1024 x 64 / 128: 2.23 / 2.44 -> 2.22 / 2.43).  A probe of
+# and no change beyond 0.07 us elsewhere (hist at 1024 x 64 / 128: 2.23 / 2.44 -> 2.22 / 2.43); atomics at
+# 1024 experts 0.03-0.25 us faster, at 2048 from 0.13 slower (8 routes) to 0.23 faster (2048 routes; call 6).  A probe of
 # the recount program cut stage by stage (plan_stage_probe.py there) put 1.1 us of 2048 x 64's 3.2 in its two
 # histograms and 3.2 us of 2048 x 512's 5.6 in its atomics; eight warps shorten the histogram's dependent
 # chains (two warps per scheduler).  Counting by one-hot products on the tensor cores ([16, 128] x [128, 32]

@@ -86,12 +86,25 @@ def auto() -> tuple[list[str], list[dict]]:
     return md, out
 
 
+def wide() -> tuple[list[str], list[dict]]:
+    """Call 6: the recount launch (atomics) at 4 and 8 warps at 1024 and 2048 experts."""
+    table: dict = {}
+    for w in (4, 8):
+        for r in _rows(HERE / "call6" / f"atomic_w{w}" / "plan.json"):
+            table.setdefault((r["routes"], r["experts"]), {})[w] = r["us"]
+    md = ["| routes x experts | 4 warps | 8 warps |", "|---|---|---|"]
+    out = [dict(routes=r, experts=e, us_w4=t[4], us_w8=t[8]) for (r, e), t in sorted(table.items(), key=lambda x: x[0][::-1])]
+    md += [f"| {x['routes']} x {x['experts']} | {x['us_w4']:.2f} | {x['us_w8']:.2f} |" for x in out]
+    return md, out
+
+
 def main() -> None:
     summary, md = {}, ["# Thirty-seventh session: plan tables (H100 80GB HBM3, torch 2.11.0+cu130, Triton 3.6.0)", ""]
     for name, title, fn in (("stages", "Call 2: the recount program cut stage by stage (us, graph-timed)", stages),
                             ("one_hot", "Call 3: counting by one-hot products on the tensor cores (us)", dot),
                             ("recount_grid", "Call 4: the recount launch, count x warps (us)", grid),
-                            ("auto", "Call 5: auto after the rule", auto)):
+                            ("auto", "Call 5: auto after the rule", auto),
+                            ("atomics_wide", "Call 6: the recount launch by atomics at 1024 / 2048 experts", wide)):
         lines, rows = fn()
         summary[name] = rows
         md += [f"## {title}", "", *lines, ""]
