@@ -174,6 +174,10 @@ def _plan_recount_kernel(
     c = tl.program_id(0)
     progs = tl.num_programs(0)
     lo = c * CHUNK
+    # the chunk's own ids first: their load's latency then passes under the count's
+    i = tl.arange(0, CHUNK)
+    rc = lo + i
+    held_c, local_c = _load_ids(ids_ptr, rc, rc < num_routes, top_k, stride_t, stride_j, expert_lo, num_local)
     r = tl.arange(0, R_PAD)
     held, local = _load_ids(ids_ptr, r, r < num_routes, top_k, stride_t, stride_j, expert_lo, num_local)
     if COUNT_IN_MEMORY:
@@ -188,9 +192,6 @@ def _plan_recount_kernel(
     tl.store(counts_ptr + e, counts, mask=(e < num_local) & (c == 0))
     tl.store(num_blocks_ptr, total // BLOCK_M, mask=c == 0)
 
-    i = tl.arange(0, CHUNK)
-    rc = lo + i
-    held_c, local_c = _load_ids(ids_ptr, rc, rc < num_routes, top_k, stride_t, stride_j, expert_lo, num_local)
     key = tl.where(held_c, local_c, -1)
     rank = tl.sum(((key[:, None] == key[None, :]) & (i[None, :] < i[:, None])).to(tl.int32), axis=1)
     dest = tl.gather(pstart + before, local_c, 0) + rank
