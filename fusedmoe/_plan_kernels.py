@@ -148,6 +148,15 @@ def _count_in_memory(rows_ptr, local, held, before, E_BINS: tl.constexpr):
 
 
 @triton.jit
+def _chunk_ids(ids_ptr, lo, top_k, stride_t, stride_j, num_routes, expert_lo, num_local, CHUNK: tl.constexpr):
+    """(i [CHUNK], routes rc = lo + i, held, local id) of one recount program's chunk."""
+    i = tl.arange(0, CHUNK)
+    rc = lo + i
+    held_c, local_c = _load_ids(ids_ptr, rc, rc < num_routes, top_k, stride_t, stride_j, expert_lo, num_local)
+    return i, rc, held_c, local_c
+
+
+@triton.jit
 def _plan_recount_kernel(
     ids_ptr, stride_t, stride_j, top_k, num_routes, expert_lo, num_local,
     sorted_ptr, num_padded_cap, block_expert_ptr, num_blocks_cap, num_blocks_ptr, counts_ptr, scratch_ptr,
@@ -174,10 +183,11 @@ def _plan_recount_kernel(
     c = tl.program_id(0)
     progs = tl.num_programs(0)
     lo = c * CHUNK
-    # the chunk's own ids first: their load's latency then passes under the count's
-    i = tl.arange(0, CHUNK)
-    rc = lo + i
-    held_c, local_c = _load_ids(ids_ptr, rc, rc < num_routes, top_k, stride_t, stride_j, expert_lo, num_local)
+    if COUNT_IN_MEMORY:
+        # the chunk's own ids first, so that their load's latency passes under the count's (0.07-0.36
+        # us less on an H100; loaded first before a histogram they cost up to 0.21 us more)
+        i, rc, held_c, local_c = _chunk_ids(ids_ptr, lo, top_k, stride_t, stride_j, num_routes, expert_lo,
+                                            num_local, CHUNK)
     r = tl.arange(0, R_PAD)
     held, local = _load_ids(ids_ptr, r, r < num_routes, top_k, stride_t, stride_j, expert_lo, num_local)
     if COUNT_IN_MEMORY:
@@ -192,6 +202,9 @@ def _plan_recount_kernel(
     tl.store(counts_ptr + e, counts, mask=(e < num_local) & (c == 0))
     tl.store(num_blocks_ptr, total // BLOCK_M, mask=c == 0)
 
+    if not COUNT_IN_MEMORY:
+        i, rc, held_c, local_c = _chunk_ids(ids_ptr, lo, top_k, stride_t, stride_j, num_routes, expert_lo,
+                                            num_local, CHUNK)
     key = tl.where(held_c, local_c, -1)
     rank = tl.sum(((key[:, None] == key[None, :]) & (i[None, :] < i[:, None])).to(tl.int32), axis=1)
     dest = tl.gather(pstart + before, local_c, 0) + rank
