@@ -59,10 +59,10 @@ twenty-fifth session, 2026-12-03; the kernels' table is above ``SINGLE_AUTO_MAX_
 takes 1.4-3.0 us up to 2048 routes x 8 experts, 1.7-3.7 x 64, 1.8-3.4 x 128, 1.9-4.4 x 256,
 1.9-5.6 x 512, 2.1-5.2 x 1024 and 2.5-5.2 x 2048 experts.  The issue's 3 us holds to 512 routes
 x 1024 experts, 1024 x 128 and 2048 x 8, not beyond (5.6 us at 2048 x 512, 3.5-3.7 at 1024 x
-256 and x 512).  On an H100 after the recount's warps rule (thirty-seventh session) it holds to 2048
-x 64 (2.85 us) and misses at 2048 x 128 and 1024 x 256 (3.01), 1024 x 512 (3.42), 2048 x 256 (3.96)
-and 2048 x 512 (4.99); a launch of the recount's grid that does nothing takes 0.9-1.2 us there,
-and loading the ids 0.35-0.45 more.  Tried and dropped before: a
+256 and x 512).  On an H100 after the recount's warps rule and early chunk loads (thirty-seventh
+session) it holds at 28 of the issue's 30 points (1.3-2.99 us; 2.95-2.99 at 2048 x 128, 1024 x 256
+and x 512) and misses at 2048 x 256 (3.89, tiled) and 2048 x 512 (4.93); a launch of the recount's
+grid that does nothing takes 0.9-1.2 us there, and loading the ids 0.35-0.45 more.  Tried and dropped before: a
 sort-free rank through a count table in memory (6-47 us), a compare kernel with no sort for
 <= 64 routes (2.5-6.0 us), and a "ticket" launch (thirty-third session, on an H100 against auto
 there: each program of 128 routes ranks its chunk and writes its histogram, the last to take a

@@ -98,13 +98,39 @@ def wide() -> tuple[list[str], list[dict]]:
     return md, out
 
 
+def chunk_first() -> tuple[list[str], list[dict]]:
+    """Call 8: the chunk's ids loaded first (new) or after the count (old), in turn in one call, and
+    call 9: auto as shipped (ids first only for atomics)."""
+    runs = ("1_new", "2_old", "3_new", "4_old")
+    table: dict = {}
+    for n in runs:
+        for r in _rows(HERE / "call8" / n / "plan.json"):
+            table.setdefault((r["routes"], r["experts"]), {})[n] = r["us"]
+    shipped = {(r["routes"], r["experts"]): r for r in _rows(HERE / "call9" / "plan_auto" / "plan.json")}
+    md = ["| routes x experts | kernel | ids first, runs 1 / 3 | after the count, runs 2 / 4 | shipped (call 9) | "
+          "<= 3 us | equal to the reference |", "|---|---|---|---|---|---|---|"]
+    out = []
+    for (r, e), t in sorted(table.items(), key=lambda x: x[0][::-1]):
+        s = shipped[(r, e)]
+        out.append(dict(routes=r, experts=e, kernel=s["kernel"], first_us=[t["1_new"], t["3_new"]],
+                        after_us=[t["2_old"], t["4_old"]], shipped_us=s["us"], equal=s["equal"]))
+        md.append(f"| {r} x {e} | {s['kernel']} | {t['1_new']:.2f} / {t['3_new']:.2f} | {t['2_old']:.2f} / "
+                  f"{t['4_old']:.2f} | {s['us']:.2f} | {'yes' if s['us'] <= 3.0 else 'no'} | {s['equal']} |")
+    over = [x for x in out if x["shipped_us"] > 3.0]
+    md += ["", f"Shipped: {len(out)} points, {len(over)} over 3 us: " + ", ".join(
+        f"{x['routes']} x {x['experts']} ({x['shipped_us']:.2f})" for x in over)]
+    return md, out
+
+
 def main() -> None:
     summary, md = {}, ["# Thirty-seventh session: plan tables (H100 80GB HBM3, torch 2.11.0+cu130, Triton 3.6.0)", ""]
     for name, title, fn in (("stages", "Call 2: the recount program cut stage by stage (us, graph-timed)", stages),
                             ("one_hot", "Call 3: counting by one-hot products on the tensor cores (us)", dot),
                             ("recount_grid", "Call 4: the recount launch, count x warps (us)", grid),
                             ("auto", "Call 5: auto after the rule", auto),
-                            ("atomics_wide", "Call 6: the recount launch by atomics at 1024 / 2048 experts", wide)):
+                            ("atomics_wide", "Call 6: the recount launch by atomics at 1024 / 2048 experts", wide),
+                            ("chunk_ids_first", "Calls 8, 9: the chunk's ids loaded first, and auto as shipped",
+                             chunk_first)):
         lines, rows = fn()
         summary[name] = rows
         md += [f"## {title}", "", *lines, ""]
