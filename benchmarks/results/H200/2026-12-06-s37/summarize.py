@@ -16,6 +16,13 @@ def _rows(path: Path) -> list[dict]:
     return json.loads(path.read_text())["rows"]
 
 
+def _over_target(prefix: str, rows: list[dict], key: str) -> str:
+    """One line: how many of ``rows`` take more than 3 us (``key``), and which."""
+    over = [x for x in rows if x[key] > 3.0]
+    return f"{prefix}{len(rows)} points, {len(over)} over 3 us: " + ", ".join(
+        f"{x['routes']} x {x['experts']} ({x[key]:.2f})" for x in over)
+
+
 def stages() -> tuple[list[str], list[dict]]:
     """Call 2: the recount program cut after each stage (us)."""
     rows = [r for r in _rows(HERE / "call2" / "probe" / "plan_stages.json") if r["kind"] == "stage"]
@@ -80,10 +87,7 @@ def auto() -> tuple[list[str], list[dict]]:
                         s33_us=b["us"] if b else None, equal=r["equal"]))
         md.append(f"| {r['routes']} x {r['experts']} | {r['kernel']} | {b['us']:.2f} | {r['us']:.2f} | "
                   f"{'yes' if r['us'] <= 3.0 else 'no'} | {r['equal']} |")
-    over = [x for x in out if x["us"] > 3.0]
-    md += ["", f"{len(out)} points, {len(over)} over 3 us: " + ", ".join(
-        f"{x['routes']} x {x['experts']} ({x['us']:.2f})" for x in over)]
-    return md, out
+    return md + ["", _over_target("", out, "us")], out
 
 
 def wide() -> tuple[list[str], list[dict]]:
@@ -116,10 +120,7 @@ def chunk_first() -> tuple[list[str], list[dict]]:
                         after_us=[t["2_old"], t["4_old"]], shipped_us=s["us"], equal=s["equal"]))
         md.append(f"| {r} x {e} | {s['kernel']} | {t['1_new']:.2f} / {t['3_new']:.2f} | {t['2_old']:.2f} / "
                   f"{t['4_old']:.2f} | {s['us']:.2f} | {'yes' if s['us'] <= 3.0 else 'no'} | {s['equal']} |")
-    over = [x for x in out if x["shipped_us"] > 3.0]
-    md += ["", f"Shipped: {len(out)} points, {len(over)} over 3 us: " + ", ".join(
-        f"{x['routes']} x {x['experts']} ({x['shipped_us']:.2f})" for x in over)]
-    return md, out
+    return md + ["", _over_target("Shipped: ", out, "shipped_us")], out
 
 
 def main() -> None:
