@@ -11,6 +11,13 @@ alive by storing it):
   4  + segment padding and the dead tails (the whole kernel)
 each graph-timed as ``fusedmoe.bench.plan`` times the plan (50 calls in a graph, median of 20
 replays), beside the library's own launch at several chunks and warps.  Writes plan_stages.json/md.
+
+    python .../plan_stage_probe.py --dot --out DIR
+
+counts instead by one-hot products on the tensor cores (``_count_by_dot``: [HI, KC] x [KC, LO]
+over blocks of KC routes), stages 2 and 4, each whole plan checked equal to the reference, beside
+the library's histogram count and auto.  Writes plan_dot.json.  (The kernel here is as at call 2:
+the library's recount kernel has since loaded its chunk's ids first where it counts by atomics.)
 """
 
 from __future__ import annotations
