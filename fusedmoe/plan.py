@@ -62,8 +62,8 @@ x 1024 experts, 1024 x 128 and 2048 x 8, not beyond (5.6 us at 2048 x 512, 3.5-3
 256 and x 512).  On an H100 after the recount's warps rule and early chunk loads (thirty-seventh
 session) it holds at 28 of the issue's 30 points (1.3-2.99 us; 2.95-2.99 at 2048 x 128, 1024 x 256
 and x 512) and misses at 2048 x 256 (3.89, tiled) and 2048 x 512 (4.93); a launch of the recount's
-grid that does nothing takes 0.9-1.2 us there, and loading the ids 0.35-0.45 more.  Tried and dropped before: a
-sort-free rank through a count table in memory (6-47 us), a compare kernel with no sort for
+grid that does nothing takes 0.9-1.2 us there, and loading the ids 0.35-0.45 more.  Tried and
+dropped before: a sort-free rank through a count table in memory (6-47 us), a compare kernel with no sort for
 <= 64 routes (2.5-6.0 us), and a "ticket" launch (thirty-third session, on an H100 against auto
 there: each program of 128 routes ranks its chunk and writes its histogram, the last to take a
 ticket from a zeroed counter lays out the plan) at 3.4-11.6 us against auto's 1.4-5.2 (3.4 against
@@ -146,10 +146,10 @@ FILL = 1024
 #   hist               3.25 -> 2.80 3.11 -> 2.97 3.64 -> 2.94          2.91 -> 2.61
 #   atomic                                       3.06 -> 3.09          2.59 -> 2.51 2.37 -> 2.24 4.88 -> 4.83
 # and no change beyond 0.07 us elsewhere (hist at 1024 x 64 / 128: 2.23 / 2.44 -> 2.22 / 2.43); atomics at
-# 1024 experts 0.03-0.25 us faster, at 2048 from 0.13 slower (8 routes) to 0.23 faster (2048 routes; call 6).  A probe of
-# the recount program cut stage by stage (plan_stage_probe.py there) put 1.1 us of 2048 x 64's 3.2 in its two
-# histograms and 3.2 us of 2048 x 512's 5.6 in its atomics; eight warps shorten the histogram's dependent
-# chains (two warps per scheduler).  Counting by one-hot products on the tensor cores ([16, 128] x [128, 32]
+# 1024 experts 0.03-0.25 us faster, at 2048 from 0.13 slower (8 routes) to 0.23 faster (2048 routes; call 6).
+# A probe of the recount program cut stage by stage (plan_stage_probe.py there) put 1.1 us of 2048 x 64's 3.2
+# in its two histograms and 3.2 us of 2048 x 512's 5.6 in its atomics; eight warps shorten the histogram's
+# dependent chains (two warps per scheduler).  Counting by one-hot products on the tensor cores ([16, 128] x [128, 32]
 # per block of routes) ran 2.9-11 us, slower everywhere.  Hence RECOUNT_WIDE_WARPS for atomics and for
 # histograms of at least RECOUNT_WIDE_WORK routes x bins, and the histogram at 256 bins from 1024 routes.
 SINGLE_AUTO_MAX_ROUTES = 64
