@@ -11,6 +11,7 @@ el() { echo $(( $(date +%s) - t0 )); }
 pack() { tar czf $OUT/r.tgz -C $R . 2>/dev/null; }
 step() { echo "$1 +$(el)s" | tee -a $R/steps.log; pack; }
 ( sleep ${LIMIT:-585}; pack ) >/dev/null 2>&1 & WD=$!
+disown $WD  # out of the job table: a bare `wait` in the call script must not wait for the watchdog
 finish() { rm -f $R/*/*.png; kill $WD 2>/dev/null; pack; }
 { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv; python -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; git log -1 --oneline; date -u; } > $R/env.txt 2>&1
 DEV=$(python -c "import torch; from fusedmoe.policy import device_dir_name; print(device_dir_name(torch.cuda.get_device_name()))")
