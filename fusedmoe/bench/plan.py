@@ -2,7 +2,7 @@
 
     python -m fusedmoe.bench.plan [--routes 8,64,512,2048] [--experts 8,64,256,512] [--top-k 8]
                                   [--block-m 16] [--path auto|single|recount|tiled|parallel] [--chunk N]
-                                  [--e-tile N] [--warps N] [--out DIR]
+                                  [--e-tile N] [--warps N] [--histogram | --atomics] [--out DIR]
 
 For each (routes R, experts E): top-k ids of R / k tokens drawn uniformly (distinct per
 token), the plan checked equal to ``plan.reference_plan``, then timed in a CUDA graph (50
@@ -67,8 +67,11 @@ def main(argv=None) -> int:
                     "(default: plan._recount_chunk, plan._auto_chunk)")
     ap.add_argument("--e-tile", type=int, help="experts per program of the tiled and parallel paths (default: their rules in plan)")
     ap.add_argument("--warps", type=int, help="warps per program of the single, recount and tiled paths (default: their rules in plan)")
-    ap.add_argument("--histogram", action="store_true", help="the recount path counts with tl.histogram, "
-                    "not atomics in scratch memory")
+    count = ap.add_mutually_exclusive_group()
+    count.add_argument("--histogram", action="store_true", help="the recount path counts with tl.histogram, "
+                       "not atomics in scratch memory")
+    count.add_argument("--atomics", action="store_true", help="the recount path counts by atomics in scratch "
+                       "memory, not tl.histogram")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
@@ -76,7 +79,7 @@ def main(argv=None) -> int:
         return 2
     rows = run([int(v) for v in args.routes.split(",")], [int(v) for v in args.experts.split(",")],
                args.top_k, args.block_m, args.path, args.chunk, args.warps, args.e_tile,
-               False if args.histogram else None)
+               False if args.histogram else True if args.atomics else None)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         meta = dict(device=torch.cuda.get_device_name(), torch=torch.__version__,
@@ -86,7 +89,7 @@ def main(argv=None) -> int:
               f"target <= {TARGET_US} us for R <= 2048, E <= 512", "",
               f"Path {args.path}, chunk {rows[0]['chunk'] if rows else '-'}, e_tile {args.e_tile or 'default'}, "
               f"warps {args.warps or 'default'}, recount counts by "
-              f"{'tl.histogram' if args.histogram else 'its rule (plan._recount_in_memory)'}", "",
+              f"{'tl.histogram' if args.histogram else 'atomics' if args.atomics else 'its rule (plan._recount_in_memory)'}", "",
               "| routes | experts | kernel | launches | us | equal to reference |", "|---|---|---|---|---|---|"]
         md += [f"| {r['routes']} | {r['experts']} | {r['kernel']} | {r['launches']} | {r['us']:.2f} | {r['equal']} |"
                for r in rows]
