@@ -62,15 +62,20 @@ x 1024 experts, 1024 x 128 and 2048 x 8, not beyond (5.6 us at 2048 x 512, 3.5-3
 256 and x 512).  On an H100 after the recount's warps rule and early chunk loads (thirty-seventh
 session) it holds at 28 of the issue's 30 points (1.3-2.99 us; 2.95-2.99 at 2048 x 128, 1024 x 256
 and x 512) and misses at 2048 x 256 (3.89, tiled) and 2048 x 512 (4.93); a launch of the recount's
-grid that does nothing takes 0.9-1.2 us there, and loading the ids 0.35-0.45 more.  Tried and
+grid that does nothing takes 0.9-1.2 us there, and loading the ids 0.35-0.45 more.  (Thirty-eighth
+session, two runs in one call: 25 and 28 points; those three at 2.98-3.09.)  Tried and
 dropped before: a sort-free rank through a count table in memory (6-47 us), a compare kernel with no sort for
 <= 64 routes (2.5-6.0 us), and a "ticket" launch (thirty-third session, on an H100 against auto
 there: each program of 128 routes ranks its chunk and writes its histogram, the last to take a
 ticket from a zeroed counter lays out the plan) at 3.4-11.6 us against auto's 1.4-5.2 (3.4 against
 1.4 at 8 routes, one program: what it adds there is the counter's fill, one more graph node, and
 the atomic; 7.5-11.6 at 2048 routes, where one program builds the whole table and scatters
-every route) (``benchmarks/results/H200/2026-12-06-s33/``), and recount programs counting by one-hot
-products on the tensor cores (thirty-seventh session: 2.9-11 us, 1.5-3.5x auto at every point).
+every route) (``benchmarks/results/H200/2026-12-06-s33/``), recount programs counting by one-hot
+products on the tensor cores (thirty-seventh session: 2.9-11 us, 1.5-3.5x auto at every point), and
+(thirty-eighth session, ``2026-12-06-s38/``, H100) recount programs of 64-256 routes (0.6-6 us slower
+everywhere), their atomic counters in several copies or strided over more cache lines (slower but at
+2048 x 512 with 4 copies, 4.94 -> 4.55 us), and a "table" plan of two launches (each chunk's counts
+into a table, then the recount kernel summing it instead of counting: 3.0-16 us).
 """
 
 from __future__ import annotations
