@@ -63,7 +63,7 @@ x 1024 experts, 1024 x 128 and 2048 x 8, not beyond (5.6 us at 2048 x 512, 3.5-3
 session) it holds at 28 of the issue's 30 points (1.3-2.99 us; 2.95-2.99 at 2048 x 128, 1024 x 256
 and x 512) and misses at 2048 x 256 (3.89, tiled) and 2048 x 512 (4.93); a launch of the recount's
 grid that does nothing takes 0.9-1.2 us there, and loading the ids 0.35-0.45 more.  (Thirty-eighth
-session, two runs in one call: 25 and 28 points; those three at 2.98-3.09.)  Tried and
+session: 27-28 points in five runs of one call, those three at 2.96-3.00; 25 in a first run.)  Tried and
 dropped before: a sort-free rank through a count table in memory (6-47 us), a compare kernel with no sort for
 <= 64 routes (2.5-6.0 us), and a "ticket" launch (thirty-third session, on an H100 against auto
 there: each program of 128 routes ranks its chunk and writes its histogram, the last to take a
