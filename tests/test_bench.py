@@ -374,9 +374,9 @@ def test_timeline_plot_draws_each_case(tmp_path):
     assert all(p.stat().st_size > 1000 for p in written)
 
 
-def test_timeline_fixed_cost_times_the_case_three_ways(monkeypatch):
+def test_timeline_fixed_cost_times_the_case_three_ways(monkeypatch, device):
     # --fixed: the same route-direct calls as benched, with every id -1, with every route on
-    # expert 0; the calls run (the interpreter), the timer is stubbed: what each timing saw is kept
+    # expert 0; the calls run (the interpreter on CPU), the timer is stubbed: what each timing saw is kept
     from fusedmoe import shapes
     from fusedmoe.bench import harness
 
@@ -392,8 +392,7 @@ def test_timeline_fixed_cost_times_the_case_three_ways(monkeypatch):
     monkeypatch.setattr(dt, "device_name", lambda dev: "cpu")
     monkeypatch.setattr(dt, "num_sms", lambda dev: 132)
     shape = shapes.MoEShape(name="tiny", num_experts=8, top_k=2, hidden_size=64, intermediate_size=32)
-    dev = torch.device("cpu")
-    s = harness.Settings.for_device(dev, calls=3, replays=1, routing="softmax")
-    r = dt.fixed_cost_case(shape, "fp8_tensor", 1, dev, s, 1e12, 1e6)
+    s = harness.Settings.for_device(device, calls=3, replays=1, routing="softmax")
+    r = dt.fixed_cost_case(shape, "fp8_tensor", 1, device, s, 1e12, 1e6)
     assert (r["graph"], r["dropped"], r["one_expert"]) == (1.0, 2.0, 3.0) and r["floor"] > 0
     assert "| tiny fp8_tensor M=1 | 1.00 | 2.00 | 3.00 |" in dt.fixed_table([r])
