@@ -71,11 +71,14 @@ ticket from a zeroed counter lays out the plan) at 3.4-11.6 us against auto's 1.
 1.4 at 8 routes, one program: what it adds there is the counter's fill, one more graph node, and
 the atomic; 7.5-11.6 at 2048 routes, where one program builds the whole table and scatters
 every route) (``benchmarks/results/H200/2026-12-06-s33/``), recount programs counting by one-hot
-products on the tensor cores (thirty-seventh session: 2.9-11 us, 1.5-3.5x auto at every point), and
+products on the tensor cores (thirty-seventh session: 2.9-11 us, 1.5-3.5x auto at every point),
 (thirty-eighth session, ``2026-12-06-s38/``, H100) recount programs of 64-256 routes (0.6-6 us slower
 everywhere), their atomic counters in several copies or strided over more cache lines (slower but at
-2048 x 512 with 4 copies, 4.94 -> 4.55 us), and a "table" plan of two launches (each chunk's counts
-into a table, then the recount kernel summing it instead of counting: 3.0-16 us).
+2048 x 512 with 4 copies, 4.94 -> 4.55 us), a "table" plan of two launches (each chunk's counts
+into a table, then the recount kernel summing it instead of counting: 3.0-16 us), and (thirty-ninth
+session, ``2026-12-06-s39/``, H100) recount programs of 16 or 32 warps (0.1-1.0 and 0.7-5.9 us slower
+by histogram, 0.1-0.5 and 0.7-1.1 by atomics) and a second histogram over the half of the routes on
+the far side of the chunk, loaded again (0.12-0.32 us slower to 256 experts).
 """
 
 from __future__ import annotations
@@ -157,6 +160,8 @@ FILL = 1024
 # dependent chains (two warps per scheduler).  Counting by one-hot products on the tensor cores ([16, 128] x [128, 32]
 # per block of routes) ran 2.9-11 us, slower everywhere.  Hence RECOUNT_WIDE_WARPS for atomics and for
 # histograms of at least RECOUNT_WIDE_WORK routes x bins, and the histogram at 256 bins from 1024 routes.
+# 16 and 32 warps ran slower at every point of 512..2048 routes x 64..512 experts, by either count
+# (thirty-ninth session, H100, benchmarks/results/H200/2026-12-06-s39/): 8 is the widest.
 SINGLE_AUTO_MAX_ROUTES = 64
 SINGLE_AUTO_MAX_EXPERTS = 256
 SINGLE_AUTO_WARPS = 2
