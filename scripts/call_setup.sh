@@ -45,3 +45,23 @@ tune_and_ab() {
     $6 start tuned tuned start
   cp $R/route_direct_start.json $T
 }
+# plan_patch_ab PATCH MARKER: the plan bench (512..2048 routes x 64..512 experts) by histogram at 8
+# warps and under auto, on the committed kernels (a copy of the tree with PATCH taken off, /tmp/base)
+# and on this tree (PATCH applied: MARKER is in fusedmoe/_plan_kernels.py), in turn base, patch, patch,
+# base, after compiling all four in parallel; R/hist_<n>_<tree>, R/auto_<n>_<tree>
+plan_patch_ab() {
+  grep -q "$2" fusedmoe/_plan_kernels.py || { echo "$1 is not applied" > $R/error.txt; return 1; }
+  local B=/tmp/base P=$PWD/$1 pids=() n=0 t a tag
+  rm -rf $B; mkdir -p $B; cp -r fusedmoe scripts $B/; (cd $B && git apply -R $P)
+  run_plan() {  # run_plan TREE ARGS OUT_NAME (empty: warm-up) TIMEOUT
+    (cd $1 && PYTHONPATH=$1 timeout $4 python -m fusedmoe.bench.plan --routes 512,1024,2048 --experts 64,128,256,512 \
+      $2 ${3:+--out $R/$3} > $R/${3:-warm_$RANDOM}.log 2>&1)
+  }
+  for t in $B $PWD; do for a in "--path recount --histogram --warps 8" ""; do run_plan $t "$a" "" 240 & pids+=($!); done; done
+  wait "${pids[@]}"; step "compiled"
+  for t in $B $PWD $PWD $B; do
+    n=$((n+1)); tag=$([ $t = $B ] && echo base || echo patch)
+    run_plan $t "--path recount --histogram --warps 8" hist_${n}_$tag 40; step "hist $n $tag rc $?"
+    run_plan $t "" auto_${n}_$tag 40; step "auto $n $tag rc $?"
+  done
+}

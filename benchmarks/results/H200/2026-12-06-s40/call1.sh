@@ -8,23 +8,8 @@
 # 1336 at 2048 x 128, no spill.  Expected: 0.05-0.15 us less where auto counts by histogram (the
 # barriers and one shared-memory reduction fewer); no change by atomics or tiled.  Apply with
 #   git apply benchmarks/results/H200/2026-12-06-s40/one_histogram.patch
-# before the call (the script checks that it is applied) and take it off after.
+# before the call (plan_patch_ab checks that it is applied) and take it off after.
 R=${R:-/tmp/r1}; LIMIT=${LIMIT:-400}; . scripts/call_setup.sh
 if [ "$DEV" = NVIDIA_H200 ]; then finish; R=${R}h LIMIT=560 SKIP_M16=1 bash benchmarks/results/H200/2026-12-06-s36/call3.sh; exit 0; fi
-S=benchmarks/results/H200/2026-12-06-s40
-grep -q "before, after = tl.split(both)" fusedmoe/_plan_kernels.py || { echo "one_histogram.patch is not applied" > $R/error.txt; finish; exit 1; }
-B=/tmp/base; rm -rf $B; mkdir -p $B; cp -r fusedmoe scripts $B/; P=$PWD/$S/one_histogram.patch; (cd $B && git apply -R $P)
-G="--routes 512,1024,2048 --experts 64,128,256,512"
-run_v() {  # run_v TREE ARGS OUT_NAME (empty: warm-up) TIMEOUT
-  (cd $1 && PYTHONPATH=$1 timeout $4 python -m fusedmoe.bench.plan $G $2 ${3:+--out $R/$3} > $R/${3:-warm_$RANDOM}.log 2>&1)
-}
-pids=()
-for t in $B $PWD; do for a in "--path recount --histogram --warps 8" ""; do run_v $t "$a" "" 240 & pids+=($!); done; done
-wait "${pids[@]}"; step "compiled"
-n=0
-for t in $B $PWD $PWD $B; do
-  n=$((n+1)); tag=$([ $t = $B ] && echo base || echo patch)
-  run_v $t "--path recount --histogram --warps 8" hist_${n}_$tag 40; step "hist $n $tag rc $?"
-  run_v $t "" auto_${n}_$tag 40; step "auto $n $tag rc $?"
-done
+plan_patch_ab benchmarks/results/H200/2026-12-06-s40/one_histogram.patch "before, after = tl.split(both)"
 finish
