@@ -78,7 +78,9 @@ everywhere), their atomic counters in several copies or strided over more cache 
 into a table, then the recount kernel summing it instead of counting: 3.0-16 us), and (thirty-ninth
 session, ``2026-12-06-s39/``, H100) recount programs of 16 or 32 warps (0.1-1.0 and 0.7-5.9 us slower
 by histogram, 0.1-0.5 and 0.7-1.1 by atomics) and a second histogram over the half of the routes on
-the far side of the chunk, loaded again (0.12-0.32 us slower to 256 experts).
+the far side of the chunk, loaded again (0.12-0.32 us slower to 256 experts), and (fortieth session,
+``2026-12-06-s40/``, H100) that half split from the one load in registers (0.07-0.28 us slower) and both
+counts in one histogram of 2 * E_BINS bins (no change at 64 experts, 0.08-0.75 us slower at 128-256).
 """
 
 from __future__ import annotations
