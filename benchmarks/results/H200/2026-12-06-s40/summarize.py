@@ -11,7 +11,7 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 CALLS = {"call0": "bash benchmarks/results/H200/2026-12-06-s39/next_call.sh (cdf5f40 + half_registers.patch)",
-         "call1": "bash benchmarks/results/H200/2026-12-06-s40/call1.sh (+ one_histogram.patch)"}
+         "call1": "LIMIT=125 bash benchmarks/results/H200/2026-12-06-s40/call1.sh (8af29eb + one_histogram.patch)"}
 RUNS = ["hist_1_base", "hist_2_patch", "hist_3_patch", "hist_4_base",
         "auto_1_base", "auto_2_patch", "auto_3_patch", "auto_4_base"]
 
