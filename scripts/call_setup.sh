@@ -49,10 +49,15 @@ tune_and_ab() {
 # warps and under auto, on the committed kernels (a copy of the tree with PATCH taken off, /tmp/base)
 # and on this tree (PATCH applied: MARKER is in fusedmoe/_plan_kernels.py), in turn base, patch, patch,
 # base, after compiling all four in parallel; R/hist_<n>_<tree>, R/auto_<n>_<tree>
+# base_tree PATCH: /tmp/base, a copy of fusedmoe/ and scripts/ with PATCH (applied here) taken off
+base_tree() {
+  local p=$PWD/$1
+  rm -rf /tmp/base; mkdir -p /tmp/base; cp -r fusedmoe scripts /tmp/base/; (cd /tmp/base && git apply -R $p)
+}
 plan_patch_ab() {
   grep -q "$2" fusedmoe/_plan_kernels.py || { echo "$1 is not applied" > $R/error.txt; return 1; }
-  local B=/tmp/base P=$PWD/$1 pids=() n=0 t a tag
-  rm -rf $B; mkdir -p $B; cp -r fusedmoe scripts $B/; (cd $B && git apply -R $P)
+  local B=/tmp/base pids=() n=0 t a tag
+  base_tree $1
   run_plan() {  # run_plan TREE ARGS OUT_NAME (empty: warm-up) TIMEOUT
     (cd $1 && PYTHONPATH=$1 timeout $4 python -m fusedmoe.bench.plan --routes 512,1024,2048 --experts 64,128,256,512 \
       $2 ${3:+--out $R/$3} > $R/${3:-warm_$RANDOM}.log 2>&1)

@@ -359,7 +359,8 @@ def compile_gluon(gemm: str, group_m: int = 1, block_m: int = 64, y_type: str = 
                "stride_y": "i32"}
     else:
         kernel = gate_up_kernel
-        sig = {"x_desc": desc(block_m), "xs_ptr": "*fp32", **common, "block_expert_ptr": "*i32",
+        routes = {"routes_ptr": "*i32"} if block_m == 128 else {}  # the warp-specialised one skips empty halves
+        sig = {"x_desc": desc(block_m), "xs_ptr": "*fp32", **common, **routes, "block_expert_ptr": "*i32",
                "num_blocks_ptr": "*i32", "act_ptr": "*fp32", "H": "i32", "I": "i32", "stride_act": "i32"}
     sig.update(GROUP_M="constexpr", STAGES="constexpr", num_warps="constexpr", PDL="constexpr")
     names = list(sig)  # as the JIT specialises real shapes: pointers aligned, sizes multiples of 16

@@ -592,8 +592,17 @@ def _windowed_ids(ids, e, gen_device):
     return torch.where(torch.rand(ids.shape, device=gen_device) < 0.1, other, ids).contiguous()
 
 
+def _skewed_top1_ids(counts, device, p_drop=0.1):
+    """[sum(counts), 1] int32 ids, counts[e] routes to expert e in random token order, then
+    about p_drop of them -1."""
+    ids = torch.repeat_interleave(torch.arange(len(counts)), torch.tensor(counts))
+    ids = ids[torch.randperm(len(ids))].to(device=device, dtype=torch.int32).view(-1, 1).contiguous()
+    ids[torch.rand(ids.shape, device=device) < p_drop] = -1
+    return ids
+
+
 @pytest.mark.parametrize("group_m", [1, 4])
-@pytest.mark.parametrize("case", ["ragged", "no_permute_top1"])
+@pytest.mark.parametrize("case", ["ragged", "no_permute_top1", "half_blocks"])
 @pytest.mark.parametrize("block_m", policy.GLUON_BLOCK_MS)
 def test_grouped_gluon_config(block_m, group_m, case, monkeypatch, device):
     # GroupedConfig.gluon: on sm_90 the Gluon kernels (TMA weights, async wgmma; at BLOCK_M 128
@@ -601,15 +610,24 @@ def test_grouped_gluon_config(block_m, group_m, case, monkeypatch, device):
     # kernels run the same tiles.
     # ragged: H and I multiples of 16 (the Gluon kernels' need) but not of 128 or of the tiles.
     # no_permute_top1: one route per block (routes * 4 <= experts), top-1, tiles wider than H, I.
-    # Both on an expert window with ids outside it, -1 ids and a shared output; on the GPU
+    # half_blocks: top-1 routes skewed so that, after the -1 ids and the window's replacements
+    # (about 18% of an expert's routes, some gained back), at BLOCK_M 128 two experts' last
+    # blocks hold routes past row 64 (about 62 and 26 of them) and two hold none there (about
+    # 28 and 41 routes): the warp-specialised kernels' second warpgroup computes in two and only
+    # releases the ring in the others.
+    # All on an expert window with ids outside it, -1 ids and a shared output; on the GPU
     # also replayed from a CUDA graph.
     from fusedmoe.paths import grouped
     from fusedmoe._runtime import is_sm90
 
     # on the GPU, H and I past 4 K steps of 128 so that the ring's slots are reused (barrier phases)
     ragged = (300, 6, 2, 656, 528) if ON_GPU else (40, 6, 2, 272, 144)
-    m, e, k, h, i = {"ragged": ragged, "no_permute_top1": (3, 64, 1, 48, 48)}[case]
+    counts = (300, 180, 40, 100)
+    m, e, k, h, i = {"ragged": ragged, "no_permute_top1": (3, 64, 1, 48, 48),
+                     "half_blocks": (sum(counts), len(counts), 1, *ragged[3:])}[case]
     weights, x, tw, ids = make_layer(m, e, k, h, i, "fp8_tensor", device)
+    if case == "half_blocks":
+        ids = _skewed_top1_ids(counts, device)
     ids = _windowed_ids(ids, e, device)
     shared = torch.randn_like(x)
     window = dict(shared_output=shared, expert_offset=1, num_experts=e + 3)
@@ -640,6 +658,8 @@ def test_grouped_gluon_config(block_m, group_m, case, monkeypatch, device):
         fused_moe(x, weights, tw, ids, path="grouped", config=cfg, out=out, check_ids=False, **window)
     for _ in range(2):
         _, x_new, tw_new, ids_new = make_layer(m, e, k, h, i, "fp8_tensor", device)
+        if case == "half_blocks":
+            ids_new = _skewed_top1_ids(counts, device)
         x.copy_(x_new), tw.copy_(tw_new), ids.copy_(_windowed_ids(ids_new, e, device)), shared.normal_()
         out.fill_(float("nan"))
         graph.replay()

@@ -279,6 +279,10 @@ def gluon_grouped_gate_up_kernel(x_desc, xs_ptr, w_desc, ws_ptr, block_expert_pt
 # Values reach the partitions as run-time scalars (constexprs come from the shared buffers'
 # shapes); a block past num_blocks runs no K step and stores nothing (warp_specialize sits at
 # the kernel's top level, after no early return).
+# A block whose routes end within its first 64 rows (an expert's last block, a no-permute block)
+# runs the second warpgroup's wgmmas for nothing: that warpgroup only releases each slot
+# (``ws_release``) and stores nothing, its rows of act left unwritten (the down skips them the
+# same way).  The weight tiles still come once per block; only MMA work is saved.
 WS_MAXNREG = 168
 WS_CONSUMER_REGS = gl.constexpr(232)
 WS_LOADER_REGS = gl.constexpr(24)
@@ -320,23 +324,36 @@ def ws_fill_ring(a_desc, b_desc, a_smem, b_smem, ready, empty, a_row0, b_row0, n
 
 
 @gluon.jit
-def _ws_program(a_desc, w_desc, N, K, ws_ptr, block_expert_ptr, num_blocks_ptr, GROUP_M: gl.constexpr,
+def _ws_program(a_desc, w_desc, N, K, ws_ptr, routes_ptr, block_expert_ptr, num_blocks_ptr, GROUP_M: gl.constexpr,
                 STAGES: gl.constexpr, B_TILES: gl.constexpr):
     """A warp-specialised program's (block, N tile, local expert, K steps: 0 for a block past
-    num_blocks, expert scale) and its ring (``ws_ring``), for a 128-row A tile and B_TILES
-    weight tiles per slot; N columns of output, K the reduced length."""
+    num_blocks, expert scale, whether the block holds a route in rows 64..127) and its ring
+    (``ws_ring``), for a 128-row A tile and B_TILES weight tiles per slot; N columns of output,
+    K the reduced length.  A block's routes fill its first rows (``plan.build_plan``)."""
     gl.static_assert(a_desc.block_type.shape[0] == 128)
     gl.static_assert((w_desc.block_type.shape[1] == BLOCK_K) & (a_desc.block_type.shape[1] == BLOCK_K))
     b, nt, e = _program_block(gl.cdiv(N, w_desc.block_type.shape[0]), block_expert_ptr, num_blocks_ptr, GROUP_M)
     num_k = gl.where(e >= 0, gl.cdiv(K, BLOCK_K), 0)
     ws_scale = gl.load(ws_ptr + gl.maximum(e, 0))
+    upper = (gl.load(routes_ptr + b * 128 + 64, mask=e >= 0, other=-1) >= 0).to(gl.int32)
     a_smem, w_smem, ready, empty = ws_ring(a_desc, w_desc, STAGES, B_TILES)
-    return b, nt, e, num_k, ws_scale, a_smem, w_smem, ready, empty
+    return b, nt, e, num_k, ws_scale, upper, a_smem, w_smem, ready, empty
+
+
+@gluon.jit
+def ws_release(a_smem, ready, empty, num_k):
+    """A consumer warpgroup with no routes in its rows: each K step's slot released once it is
+    filled (waiting for ``ready`` keeps its arrives one per phase of ``empty``), no wgmma."""
+    STAGES: gl.constexpr = a_smem.type.shape[0]
+    for k in range(num_k):
+        s = k % STAGES
+        mbarrier.wait(ready.index(s), (k // STAGES) & 1)
+        mbarrier.arrive(empty.index(s), count=1)
 
 
 @gluon.jit
 def _ws_down_loader(a_desc, w_desc, a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr, stride_y,
-                    ws_scale, a_row0, w_row0, col0, H, num_k):
+                    ws_scale, a_row0, w_row0, col0, H, num_k, upper):
     """Producer warp: step k's A and W2 tiles into its ring slot once both consumers released it."""
     ws_fill_ring(a_desc, w_desc, a_smem, w_smem, ready, empty, a_row0, w_row0, num_k)
 
@@ -393,7 +410,7 @@ def ws_down_consume(a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr,
 
 @gluon.jit
 def _ws_down_consumer0(a_desc, w_desc, a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr, stride_y,
-                       ws_scale, a_row0, w_row0, col0, H, num_k):
+                       ws_scale, a_row0, w_row0, col0, H, num_k, upper):
     if num_k > 0:  # a block past num_blocks: nothing
         ws_down_consume(a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr, stride_y, ws_scale,
                         a_row0, col0, H, num_k, 0)
@@ -401,10 +418,13 @@ def _ws_down_consumer0(a_desc, w_desc, a_smem, w_smem, ready, empty, as_ptr, str
 
 @gluon.jit
 def _ws_down_consumer1(a_desc, w_desc, a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr, stride_y,
-                       ws_scale, a_row0, w_row0, col0, H, num_k):
+                       ws_scale, a_row0, w_row0, col0, H, num_k, upper):
     if num_k > 0:
-        ws_down_consume(a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr, stride_y, ws_scale,
-                        a_row0, col0, H, num_k, 1)
+        if upper != 0:
+            ws_down_consume(a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr, stride_y, ws_scale,
+                            a_row0, col0, H, num_k, 1)
+        else:  # no routes in rows 64..127
+            ws_release(a_smem, ready, empty, num_k)
 
 
 @gluon.jit
@@ -416,17 +436,17 @@ def gluon_grouped_down_ws_kernel(a_desc, as_ptr, w_desc, ws_ptr, routes_ptr, blo
     gl.static_assert(num_warps == 4)
     _pdl_enter(PDL)
     BLOCK_N: gl.constexpr = w_desc.block_type.shape[0]
-    b, nt, e, num_k, ws_scale, a_smem, w_smem, ready, empty = _ws_program(
-        a_desc, w_desc, H, I, ws_ptr, block_expert_ptr, num_blocks_ptr, GROUP_M, STAGES, 1)
+    b, nt, e, num_k, ws_scale, upper, a_smem, w_smem, ready, empty = _ws_program(
+        a_desc, w_desc, H, I, ws_ptr, routes_ptr, block_expert_ptr, num_blocks_ptr, GROUP_M, STAGES, 1)
     args = (a_desc, w_desc, a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr, stride_y, ws_scale,
-            b * 128, e * H + nt * BLOCK_N, nt * BLOCK_N, H, num_k)
+            b * 128, e * H + nt * BLOCK_N, nt * BLOCK_N, H, num_k, upper)
     gl.warp_specialize([(_ws_down_consumer0, args), (_ws_down_consumer1, args), (_ws_down_loader, args)],
                        [4, 1], [WS_CONSUMER_REGS, WS_LOADER_REGS])
 
 
 @gluon.jit
 def _ws_gate_up_loader(x_desc, w_desc, a_smem, w_smem, ready, empty, xs_ptr, ws_scale, act_ptr, stride_act, a_row0,
-                       g_row0, col0, I, num_k):
+                       g_row0, col0, I, num_k, upper):
     """Producer warp: step k's x tile and its gate and up weight tiles (rows g_row0.. and
     g_row0 + I..) into the ring once both consumers released the slot."""
     ws_fill_ring(x_desc, w_desc, a_smem, w_smem, ready, empty, a_row0, g_row0, num_k, I, 2)
@@ -460,7 +480,7 @@ def _ws_gate_up_consume(a_smem, w_smem, ready, empty, xs_ptr, ws_scale, act_ptr,
 
 @gluon.jit
 def _ws_gate_up_consumer0(x_desc, w_desc, a_smem, w_smem, ready, empty, xs_ptr, ws_scale, act_ptr, stride_act,
-                          a_row0, g_row0, col0, I, num_k):
+                          a_row0, g_row0, col0, I, num_k, upper):
     if num_k > 0:  # a block past num_blocks: nothing
         _ws_gate_up_consume(a_smem, w_smem, ready, empty, xs_ptr, ws_scale, act_ptr, stride_act, a_row0, col0, I,
                             num_k, 0)
@@ -468,25 +488,29 @@ def _ws_gate_up_consumer0(x_desc, w_desc, a_smem, w_smem, ready, empty, xs_ptr, 
 
 @gluon.jit
 def _ws_gate_up_consumer1(x_desc, w_desc, a_smem, w_smem, ready, empty, xs_ptr, ws_scale, act_ptr, stride_act,
-                          a_row0, g_row0, col0, I, num_k):
+                          a_row0, g_row0, col0, I, num_k, upper):
     if num_k > 0:
-        _ws_gate_up_consume(a_smem, w_smem, ready, empty, xs_ptr, ws_scale, act_ptr, stride_act, a_row0, col0, I,
-                            num_k, 1)
+        if upper != 0:
+            _ws_gate_up_consume(a_smem, w_smem, ready, empty, xs_ptr, ws_scale, act_ptr, stride_act, a_row0, col0, I,
+                                num_k, 1)
+        else:  # no routes in rows 64..127: their act rows stay unwritten
+            ws_release(a_smem, ready, empty, num_k)
 
 
 @gluon.jit
-def gluon_grouped_gate_up_ws_kernel(x_desc, xs_ptr, w_desc, ws_ptr, block_expert_ptr, num_blocks_ptr, act_ptr,
-                                    H, I, stride_act,
+def gluon_grouped_gate_up_ws_kernel(x_desc, xs_ptr, w_desc, ws_ptr, routes_ptr, block_expert_ptr, num_blocks_ptr,
+                                    act_ptr, H, I, stride_act,
                                     GROUP_M: gl.constexpr, STAGES: gl.constexpr, num_warps: gl.constexpr,
                                     PDL: gl.constexpr = False):
     """``gluon_grouped_gate_up_kernel``'s act on 128-row plan blocks, warp-specialised (above):
-    a ring slot holds the x tile and a gate and an up tile of BLOCK_N rows each."""
+    a ring slot holds the x tile and a gate and an up tile of BLOCK_N rows each (routes_ptr: the
+    plan's sorted_routes, read to skip a block's empty upper half; its act rows stay unwritten)."""
     gl.static_assert(num_warps == 4)
     _pdl_enter(PDL)
     BLOCK_N: gl.constexpr = w_desc.block_type.shape[0]
-    b, nt, e, num_k, ws_scale, a_smem, w_smem, ready, empty = _ws_program(
-        x_desc, w_desc, I, H, ws_ptr, block_expert_ptr, num_blocks_ptr, GROUP_M, STAGES, 2)
+    b, nt, e, num_k, ws_scale, upper, a_smem, w_smem, ready, empty = _ws_program(
+        x_desc, w_desc, I, H, ws_ptr, routes_ptr, block_expert_ptr, num_blocks_ptr, GROUP_M, STAGES, 2)
     args = (x_desc, w_desc, a_smem, w_smem, ready, empty, xs_ptr, ws_scale, act_ptr, stride_act, b * 128,
-            e * 2 * I + nt * BLOCK_N, nt * BLOCK_N, I, num_k)
+            e * 2 * I + nt * BLOCK_N, nt * BLOCK_N, I, num_k, upper)
     gl.warp_specialize([(_ws_gate_up_consumer0, args), (_ws_gate_up_consumer1, args), (_ws_gate_up_loader, args)],
                        [4, 1], [WS_CONSUMER_REGS, WS_LOADER_REGS])

@@ -171,12 +171,15 @@ def _gluon_gemms(x_q: torch.Tensor, x_s: torch.Tensor, weights: ExpertWeights, p
     gate_up, down, options = gluon_kernels(config)
     x_plan, x_plan_s = gather_plan_rows(x_q, x_s, plan, top_k)
     act = torch.empty(rows, inter, dtype=torch.float32, device=x_q.device)
+    # the warp-specialised gate/up reads the plan's routes to skip a block's empty upper half
+    routes = (plan.sorted_routes,) if bm == 128 else ()
     gate_up[(grid * cdiv(inter, gu.block_n),)](  # TMA descriptors: launched through Triton (_launch)
         tile_desc(x_plan, bm), x_plan_s, tile_desc(weights.w13.view(-1, hidden), gu.block_n), weights.w13_scale,
-        plan.block_expert, plan.num_blocks, act, hidden, inter, act.stride(0),
+        *routes, plan.block_expert, plan.num_blocks, act, hidden, inter, act.stride(0),
         GROUP_M=config.group_m, STAGES=gu.num_stages, **options, **pdl_launch(x_q.device))
-    # rows of blocks past num_blocks (and no-permute blocks of routes not held here) hold
-    # garbage here and are requantised for nothing; down never reads them
+    # rows of blocks past num_blocks, no-permute blocks of routes not held here and (BLOCK_M 128)
+    # empty upper halves of blocks hold garbage here and are requantised for nothing; down never
+    # reads them
     act_q, act_s = quantize_rows(act)
     down[(grid * cdiv(hidden, dn.block_n),)](
         tile_desc(act_q, bm), act_s, tile_desc(weights.w2.view(-1, inter), dn.block_n), weights.w2_scale,
