@@ -106,7 +106,8 @@ def variants(path: str, m: int, shape, fmt: str) -> list[tuple[str, object]]:
             runs.append((path + "_promote64", dataclasses.replace(base, fp8_promote_k=64)))
         if fmt == "fp8_tensor" and m >= GLUON_MIN_TOKENS:  # it promotes every 128 (the rule's from M=512)
             runs += [(path + "_gluon", policy.gluon_grouped_config(base.group_m)),
-                     (path + "_gluon_ws", policy.gluon_grouped_config(base.group_m, 128))]
+                     (path + "_gluon_ws", policy.gluon_grouped_config(base.group_m, 128)),
+                     (path + "_gluon_ws_q", policy.gluon_grouped_config(base.group_m, 128, 128))]
         return [(label, cfg if cfg is None else policy.fit_registers(cfg, fmt)) for label, cfg in runs]
     sms = torch.cuda.get_device_properties(DEV).multi_processor_count
     base = policy.route_direct_config(m, shape.top_k, shape.num_local_experts, shape.hidden_size,
@@ -237,8 +238,8 @@ def sanitize(formats=GRAPH_FORMATS) -> None:
             for path in PATHS:
                 runs = [cfg for _, cfg in variants(path, m, get_shape("qwen3_30b_a3b"), fmt)]
                 if path == "grouped" and fmt == "fp8_tensor":  # the Gluon kernels where H, I % 16 == 0
-                    runs += [policy.gluon_grouped_config(group, bm)
-                             for group in (8, 1) for bm in policy.GLUON_BLOCK_MS]
+                    runs += [policy.gluon_grouped_config(group, *gluon_set)
+                             for group in (8, 1) for gluon_set in policy.GLUON_SETS]
                 configs = list(dict.fromkeys(runs))  # each config once (variants may hold a Gluon one)
                 for cfg in configs:
                     fused_moe(x, weights, tw, ids, path=path, expert_offset=offset, num_experts=n_global,

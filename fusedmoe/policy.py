@@ -139,38 +139,51 @@ class RouteDirectConfig:
 #   each of gate and up) 2143 against 2558 at Mixtral M=8192, slower at short K (GPT-OSS).
 #   Six ring slots instead of four: no faster.
 GLUON_BLOCK_MS, GLUON_STAGES = (64, 128), 4
+# The Gluon tile sets, as (BLOCK_M, gate/up columns): the one-warpgroup set, and the
+# warp-specialised one with gate/up tiles of 64 columns (fp32 SwiGLU output, requantised by a
+# launch of its own) or of 128, one quantisation group, quantised in its epilogue.  On an H100
+# (forty-first session, the layer's graph time, 128 against 64 columns): Mixtral TP2 fp8_tensor
+# M=512 411 -> 396 us and M=2048 1014 -> 921 (I = 7168: the fp32 round trip and its launch,
+# 28 and 70 us, gone), but Qwen3-30B M=512 362 -> 385 and DeepSeek-V3 TP8 M=512 836 -> 851
+# (I = 768 / 256: gate/up 209 -> 272 and 445 -> 493 us, its partials waited for one at a time):
+# the tables choose.
+GLUON_SETS = ((64, 64), (128, 64), (128, 128))
 
 
-def gluon_grouped_config(group_m: int = 1, block_m: int = 64) -> GroupedConfig:
-    """The Gluon kernels' tiles at BLOCK_M 64 or 128 (GLUON_BLOCK_MS): gate/up tiles of 64
-    columns each of gate and up, K steps of 128 (promoted every 128), a ring of GLUON_STAGES
-    slots; at 64, 4 MMA warps and down tiles of 128 columns; at 128, 8 (two consumer
+def gluon_grouped_config(group_m: int = 1, block_m: int = 64, gate_n: int = 64) -> GroupedConfig:
+    """The Gluon kernels' tile set (block_m, gate_n) of GLUON_SETS: K steps of 128 (promoted
+    every 128), a ring of GLUON_STAGES slots, gate/up tiles of gate_n columns each of gate and
+    up; at BLOCK_M 64, 4 MMA warps and down tiles of 128 columns; at 128, 8 (two consumer
     warpgroups) and down tiles of 256.  Where Gluon does not run, the Triton kernels run
     ``gluon_fallback``."""
-    if block_m not in GLUON_BLOCK_MS:
-        raise ValueError(f"block_m: expected one of {GLUON_BLOCK_MS} (the Gluon tile sets), got {block_m!r}")
+    if (block_m, gate_n) not in GLUON_SETS:
+        raise ValueError(f"block_m, gate_n: expected one of {GLUON_SETS} (the Gluon tile sets), "
+                         f"got {(block_m, gate_n)!r}")
     warps, down_n = (4, 128) if block_m == 64 else (8, 256)
-    return GroupedConfig(block_m, Tile(64, 128, warps, GLUON_STAGES), Tile(down_n, 128, warps, GLUON_STAGES),
+    return GroupedConfig(block_m, Tile(gate_n, 128, warps, GLUON_STAGES), Tile(down_n, 128, warps, GLUON_STAGES),
                          group_m, 128, gluon=True)
 
 
-def gluon_config_like(cfg: GroupedConfig, block_m: int) -> GroupedConfig:
-    """The Gluon tile set at ``block_m`` that walks as many rows per weight tile as ``cfg``
+def gluon_config_like(cfg: GroupedConfig, block_m: int, gate_n: int = 64) -> GroupedConfig:
+    """The Gluon tile set (block_m, gate_n) that walks as many rows per weight tile as ``cfg``
     does (its GROUP_M scaled by the BLOCK_M ratio, at least 1): what the probes and
     ``bench.kernels`` set beside a served config."""
-    return gluon_grouped_config(max(1, cfg.group_m * cfg.block_m // block_m), block_m)
+    return gluon_grouped_config(max(1, cfg.group_m * cfg.block_m // block_m), block_m, gate_n)
 
 
 def gluon_fallback(cfg: GroupedConfig) -> GroupedConfig:
     """What the Triton kernels run for a Gluon config where the Gluon kernels do not
     (``grouped.uses_gluon``; fp8_block borrowing an fp8_tensor entry): its tiles with gluon
-    off, but at BLOCK_M 128 a down tile of 128 columns, since the Triton down at 256 x 128
-    with 8 warps holds a 128 x 256 fp32 accumulator and spills (255 registers, 184 LDL/STL;
-    128 columns: no spills, ``scripts/compile_check.py``)."""
+    off, but at BLOCK_M 128 a down tile of 128 columns and a gate/up tile of 64, since there
+    the Triton down at 256 x 128 with 8 warps holds a 128 x 256 fp32 accumulator and spills
+    (255 registers, 184 LDL/STL), and the FP8 gate/up at 128 x 128 spills too (128 columns of
+    down and 64 of gate/up: no spills, ``scripts/compile_check.py``)."""
     if not cfg.gluon:
         return cfg
-    down = dataclasses.replace(cfg.down, block_n=128) if cfg.block_m == 128 else cfg.down
-    return dataclasses.replace(cfg, down=down, gluon=False)
+    if cfg.block_m == 128:
+        cfg = dataclasses.replace(cfg, gate_up=dataclasses.replace(cfg.gate_up, block_n=64),
+                                  down=dataclasses.replace(cfg.down, block_n=128))
+    return dataclasses.replace(cfg, gluon=False)
 
 
 def even_rows_per_expert(num_routes: int, num_experts: int) -> float:
@@ -546,8 +559,9 @@ def legal(path: str, cfg: GroupedConfig | RouteDirectConfig, fmt: str) -> bool:
         promote_ok = cfg.fp8_promote_k == 0 or cfg.fp8_promote_k in (32, 64, 128) and (
             fmt not in A8_FORMATS or all(t.block_k >= cfg.fp8_promote_k for t in tiles))
         # the Gluon kernels: fp8_tensor, exactly one of their tile sets (gluon_grouped_config)
-        gluon_ok = not cfg.gluon or (fmt == "fp8_tensor" and cfg.block_m in GLUON_BLOCK_MS
-                                     and cfg == gluon_grouped_config(cfg.group_m, cfg.block_m))
+        gluon_set = (cfg.block_m, gu.block_n)
+        gluon_ok = not cfg.gluon or (fmt == "fp8_tensor" and gluon_set in GLUON_SETS
+                                     and cfg == gluon_grouped_config(cfg.group_m, *gluon_set))
         # tail tiles: fewer rows than BLOCK_M, swapped below 64 (FP8: then 64 or 128 gate/up columns)
         tail_ok = cfg.tail_m == 0 or (cfg.tail_m in (16, 32, 64) and cfg.tail_m < cfg.block_m and not cfg.gluon
                                       and (cfg.tail_m >= 64 or fmt not in A8_FORMATS or gu.block_n in (64, 128)))

@@ -51,8 +51,8 @@ def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
     max_registers), route-direct 'pdl', 'down_tiles', 'gate_up_stages' /
     'down_stages' (a tile's num_stages), 'register_caps' (both tiles' max_registers at once),
     'down_gluon' and (FP8) 'fp16_products', grouped FP8 'block_m+gate_up' (both at
-    once: value (BLOCK_M, gate/up tile)), grouped fp8_tensor 'gluon' (value: the Gluon tile set's
-    BLOCK_M, or False: off)."""
+    once: value (BLOCK_M, gate/up tile)), grouped fp8_tensor 'gluon' (value: a Gluon tile set of
+    ``policy.GLUON_SETS``, or False: off)."""
     fp8 = fmt in FP8_FORMATS  # e4m3 weights (route-direct's tensor-core down, fp16 products)
     if path == "route_direct":
         # PDL first: the tiles are then tuned with the launch mode they will run under, and the
@@ -127,8 +127,8 @@ def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
         # one-field descent cannot reach
         for bm, warps, stages in itertools.product((32, 64), (4, 8), (3, 4)):
             yield "block_m+gate_up", (bm, policy.Tile(64, 128, warps, stages))
-    if fmt == "fp8_tensor":  # the Gluon kernels (their own tiles, by BLOCK_M), or not
-        for value in (False, *policy.GLUON_BLOCK_MS):
+    if fmt == "fp8_tensor":  # the Gluon kernels (one of their tile sets), or not
+        for value in (False, *policy.GLUON_SETS):
             yield "gluon", value
     # a register cap per tile (Tile.max_registers): 80 fits three CTAs of 8 warps on an SM, 128 two
     # of 8 or four of 4, 168 three of 4 (where shared memory allows as many).  Compiled for sm_90,
@@ -145,7 +145,7 @@ TILE_FIELD_MOVES = {"stages": "num_stages", "registers": "max_registers"}
 
 def apply(cfg, field: str, value, promote_k: int | None = None):
     """``cfg`` with one field replaced, or BLOCK_M and gate/up for 'block_m+gate_up', or the
-    Gluon kernels' config at BLOCK_M ``value`` for 'gluon' (False: ``policy.gluon_fallback``) (grouped
+    Gluon kernels' tile set ``value`` for 'gluon' (False: ``policy.gluon_fallback``) (grouped
     tiles swap A and B exactly below 64 rows, and
     promote FP8 sums at most every BLOCK_K columns: every min(promote_k, BLOCK_K) columns when
     ``promote_k`` (descent's interval: the rule's at the case's M, ``promote_rule``) is given, so
@@ -161,8 +161,8 @@ def apply(cfg, field: str, value, promote_k: int | None = None):
                                   down=dataclasses.replace(cfg.down, max_registers=value[1]))
     elif field == "block_m+gate_up":
         cfg = dataclasses.replace(cfg, block_m=value[0], gate_up=value[1])
-    elif field == "gluon":  # value: the BLOCK_M of the Gluon kernels' tiles, or False: what Triton runs of them
-        cfg = policy.gluon_grouped_config(cfg.group_m, value) if value else policy.gluon_fallback(cfg)
+    elif field == "gluon":  # value: a Gluon tile set (BLOCK_M, gate/up columns), or False: what Triton runs of them
+        cfg = policy.gluon_grouped_config(cfg.group_m, *value) if value else policy.gluon_fallback(cfg)
     else:
         cfg = dataclasses.replace(cfg, **{field: value})
     if isinstance(cfg, policy.RouteDirectConfig):

@@ -34,7 +34,7 @@ from fusedmoe.paths._route_direct_gluon_kernels import route_down_gluon_kernel
 from fusedmoe.paths._route_direct_kernels import (route_down_kernel, route_down_mma_kernel, route_gate_up_kernel,
                                                   route_gate_up_mma_kernel)
 from fusedmoe.paths.grouped import gluon_kernels
-from fusedmoe.policy import GLUON_BLOCK_MS, gluon_grouped_config
+from fusedmoe.policy import GLUON_BLOCK_MS, GLUON_SETS, gluon_grouped_config
 
 TARGET = GPUTarget("cuda", 90, 32)
 CUOBJDUMP = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
@@ -108,11 +108,13 @@ CASES = [
      grouped(128, 128, 128, False, 2, 1, QUANT_OUT=True, ACTIVATION=0, PROMOTE_K=0), 8, True),
     # gate/up tiles of 64 columns (SwiGLU out in fp32, requantised by a launch of its own):
     # the heuristic's take 4 warps, but fp8_block promoted every 64 columns at BLOCK_M 64 takes 8
-    # (with 4 it spills, 255 registers and 3 LDL/STL: policy.fit_registers)
+    # (with 4 it spills, 255 registers and 3 LDL/STL: policy.fit_registers); at BLOCK_M 128 with 8
+    # warps promoted every 128: the warp-specialised Gluon set's gate/up on the Triton kernels
+    # (policy.gluon_fallback)
     *[gate_up_narrow(fmt, 64, bm, warps, promote) for fmt, bm, warps, promote in (
         ("fp8_tensor", 64, 8, 128), ("fp8_tensor", 64, 4, 128), ("fp8_tensor", 64, 4, 64), ("fp8_tensor", 32, 4, 128),
         ("fp8_block", 64, 8, 128), ("fp8_block", 64, 4, 128), ("fp8_block", 64, 8, 64), ("fp8_block", 128, 8, 64),
-        ("fp8_block", 32, 4, 64), ("fp8_block", 32, 4, 32))],
+        ("fp8_tensor", 128, 8, 128), ("fp8_block", 128, 8, 128), ("fp8_block", 32, 4, 64), ("fp8_block", 32, 4, 32))],
     # 32 columns at BLOCK_M 128 (a legal config, no longer a tuner move: slower in every case
     # timed in the ninth session): three CTAs per SM with 4 warps
     *[gate_up_narrow(fmt, 32, 128, 4, promote) for fmt, promote in (("fp8_tensor", 128), ("fp8_block", 128),
@@ -337,15 +339,15 @@ ROUTE_DOWN_GLUON = [
 ]
 
 
-def compile_gluon(gemm: str, group_m: int = 1, block_m: int = 64, y_type: str = "*bf16"):
+def compile_gluon(gemm: str, group_m: int = 1, block_m: int = 64, y_type: str = "*bf16", gate_n: int = 64):
     """A Gluon grouped GEMM ('gate_up' or 'down') compiled for sm_90 with the tiles of
-    ``policy.gluon_grouped_config`` at ``block_m`` (128: the warp-specialised kernel), launched
+    ``policy.gluon_grouped_config`` (block_m, gate_n) (128: the warp-specialised kernel), launched
     as ``grouped.gluon_kernels`` says (the down's route outputs of type ``y_type``: fp32 under fp16
     activations); returns (compiled kernel, ptxas's stdout+stderr on its
     PTX, where a serialised wgmma shows as warning C7514)."""
     from triton.experimental.gluon._runtime import GluonASTSource
 
-    cfg = gluon_grouped_config(group_m, block_m)
+    cfg = gluon_grouped_config(group_m, block_m, gate_n)
     tile = cfg.gate_up if gemm == "gate_up" else cfg.down
     gate_up_kernel, down_kernel, launch = gluon_kernels(cfg)
 
@@ -359,9 +361,14 @@ def compile_gluon(gemm: str, group_m: int = 1, block_m: int = 64, y_type: str = 
                "stride_y": "i32"}
     else:
         kernel = gate_up_kernel
-        routes = {"routes_ptr": "*i32"} if block_m == 128 else {}  # the warp-specialised one skips empty halves
-        sig = {"x_desc": desc(block_m), "xs_ptr": "*fp32", **common, **routes, "block_expert_ptr": "*i32",
-               "num_blocks_ptr": "*i32", "act_ptr": "*fp32", "H": "i32", "I": "i32", "stride_act": "i32"}
+        if block_m == 128:  # warp-specialised: skips empty halves; at 128 columns quantises its output
+            act = "*fp8e4nv" if gate_n == 128 else "*fp32"
+            sig = {"x_desc": desc(block_m), "xs_ptr": "*fp32", **common, "routes_ptr": "*i32",
+                   "block_expert_ptr": "*i32", "num_blocks_ptr": "*i32", "act_ptr": act, "acts_ptr": "*fp32",
+                   "H": "i32", "I": "i32", "stride_act": "i32", "stride_acts": "i32"}
+        else:
+            sig = {"x_desc": desc(block_m), "xs_ptr": "*fp32", **common, "block_expert_ptr": "*i32",
+                   "num_blocks_ptr": "*i32", "act_ptr": "*fp32", "H": "i32", "I": "i32", "stride_act": "i32"}
     sig.update(GROUP_M="constexpr", STAGES="constexpr", num_warps="constexpr", PDL="constexpr")
     names = list(sig)  # as the JIT specialises real shapes: pointers aligned, sizes multiples of 16
     attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in names
@@ -401,18 +408,22 @@ def main() -> int:
                              or (constexprs.get("STAGES", 1) > 1 and f["cp_async"] == 0)))
             for name, kernel, ptrs, constexprs, warps, needs_wgmma in CASES]
 
-    def gluon_facts(gemm: str, block_m: int, y_type: str = "*bf16") -> dict:
-        compiled, ptxas = compile_gluon(gemm, group_m=8, block_m=block_m, y_type=y_type)
+    def gluon_facts(gemm: str, block_m: int, y_type: str = "*bf16", gate_n: int = 64) -> dict:
+        compiled, ptxas = compile_gluon(gemm, group_m=8, block_m=block_m, y_type=y_type, gate_n=gate_n)
         return dict(sass_facts(compiled.asm["cubin"]), serialised="C7514" in ptxas,
                     shared_bytes=compiled.metadata.shared)
     # the Gluon grouped GEMMs (GroupedConfig.gluon), one-warpgroup (BLOCK_M 64) and
-    # warp-specialised (128), with PDL: QGMMA, no spills, wgmma not serialised by ptxas, the wait first
-    # (the down also with fp32 route outputs, as under fp16 activations)
-    rows += [check(f"gluon grouped_{gemm} block_m={bm}" + (" fp32 y" if y_type == "*fp32" else ""),
-                   lambda: gluon_facts(gemm, bm, y_type),
+    # warp-specialised (128; gate/up of 64 or 128 columns), with PDL: QGMMA, no spills, wgmma not
+    # serialised by ptxas, the wait first (the down also with fp32 route outputs, as under fp16
+    # activations)
+    gluon_cases = [("gate_up", "*bf16", bm, gate_n) for bm, gate_n in GLUON_SETS]
+    gluon_cases += [("down", y_type, bm, 64) for y_type in ("*bf16", "*fp32") for bm in GLUON_BLOCK_MS]
+    rows += [check(f"gluon grouped_{gemm} block_m={bm}" + (f" gate_n={gate_n}" if gemm == "gate_up" else "")
+                   + (" fp32 y" if y_type == "*fp32" else ""),
+                   lambda: gluon_facts(gemm, bm, y_type, gate_n),
                    lambda f: f["qgmma"] == 0 or f["spill_ops"] > 0 or f["serialised"] or f["pdl_wait"] == 0
                    or not f["pdl_wait_first"])
-             for gemm, y_type in (("gate_up", "*bf16"), ("down", "*bf16"), ("down", "*fp32")) for bm in GLUON_BLOCK_MS]
+             for gemm, y_type, bm, gate_n in gluon_cases]
     # the Gluon route-direct down with PDL and a shared output: no spills, no barrier in its K
     # loop (the activations are loaded in the weights' layout), the wait before anything else
     rows += [check(f"gluon route_down {name}",

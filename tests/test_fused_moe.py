@@ -603,11 +603,12 @@ def _skewed_top1_ids(counts, device, p_drop=0.1):
 
 @pytest.mark.parametrize("group_m", [1, 4])
 @pytest.mark.parametrize("case", ["ragged", "no_permute_top1", "half_blocks"])
-@pytest.mark.parametrize("block_m", policy.GLUON_BLOCK_MS)
-def test_grouped_gluon_config(block_m, group_m, case, monkeypatch, device):
+@pytest.mark.parametrize("gluon_set", policy.GLUON_SETS)
+def test_grouped_gluon_config(gluon_set, group_m, case, monkeypatch, device):
     # GroupedConfig.gluon: on sm_90 the Gluon kernels (TMA weights, async wgmma; at BLOCK_M 128
-    # warp-specialised) compute the layer; elsewhere, and under the interpreter, the Triton
-    # kernels run the same tiles.
+    # warp-specialised, with gate/up tiles of 64 columns or of 128 quantised in the epilogue)
+    # compute the layer; elsewhere, and under the interpreter, the Triton kernels run the same
+    # tiles (policy.gluon_fallback).
     # ragged: H and I multiples of 16 (the Gluon kernels' need) but not of 128 or of the tiles.
     # no_permute_top1: one route per block (routes * 4 <= experts), top-1, tiles wider than H, I.
     # half_blocks: top-1 routes skewed so that, after the -1 ids and the window's replacements
@@ -631,7 +632,7 @@ def test_grouped_gluon_config(block_m, group_m, case, monkeypatch, device):
     ids = _windowed_ids(ids, e, device)
     shared = torch.randn_like(x)
     window = dict(shared_output=shared, expert_offset=1, num_experts=e + 3)
-    cfg = policy.gluon_grouped_config(group_m, block_m)
+    cfg = policy.gluon_grouped_config(group_m, *gluon_set)
     assert policy.legal("grouped", cfg, "fp8_tensor")
     assert not policy.legal("grouped", cfg, "fp8_block") and not policy.legal("grouped", cfg, "bf16")
     assert not policy.legal("grouped", dataclasses.replace(cfg, fp8_promote_k=64), "fp8_tensor")
@@ -670,7 +671,7 @@ def test_grouped_gluon_config(block_m, group_m, case, monkeypatch, device):
     # an FP8 gate/up of 64 columns: the requantisation launch between the GEMMs
     ("fp8_block", policy.GroupedConfig(32, policy.Tile(64, 64, 4, 2), policy.Tile(64, 64, 4, 2, swap_ab=True))),
     # the Gluon kernels on sm_90 (their Triton fallback elsewhere), gather launch included
-    *[("fp8_tensor", policy.gluon_grouped_config(4, bm)) for bm in policy.GLUON_BLOCK_MS]])
+    *[("fp8_tensor", policy.gluon_grouped_config(4, *gluon_set)) for gluon_set in policy.GLUON_SETS]])
 def test_grouped_pdl_equals_the_plain_launches(fmt, cfg, device):
     # Every grouped launch is programmatic dependent on sm_90 (each waits for the previous grid,
     # then lets the next launch): it changes when kernels start, not what they compute, so the

@@ -587,25 +587,34 @@ def test_tuner_moves_restore_the_promotion_interval():
 
 def test_gluon_move_and_what_a_gluon_entry_serves(monkeypatch):
     # The tuner's 'gluon' move (grouped fp8_tensor only) sets one of the Gluon kernels' tile
-    # sets (by BLOCK_M: 64 one warpgroup, 128 warp-specialised), or turns them off: what the
-    # Triton kernels run of them (policy.gluon_fallback; at 128 a narrower down).
-    assert [v for f, v in tune.candidates("grouped", "fp8_tensor") if f == "gluon"] == [False, 64, 128]
+    # sets ((BLOCK_M, gate/up columns): 64 one warpgroup, 128 warp-specialised with gate/up tiles
+    # of 64 or 128 columns), or turns them off: what the Triton kernels run of them
+    # (policy.gluon_fallback; at 128 a narrower down and gate/up).
+    assert [v for f, v in tune.candidates("grouped", "fp8_tensor") if f == "gluon"] == [False, *policy.GLUON_SETS]
+    assert policy.GLUON_SETS == ((64, 64), (128, 64), (128, 128))
     assert not any(f == "gluon" for f, _ in tune.candidates("grouped", "fp8_block"))
     start = policy.grouped_config(2048, 8, 128, 2048, 768, "fp8_tensor")
-    for block_m in policy.GLUON_BLOCK_MS:
-        on = tune.apply(start, "gluon", block_m, promote_k=start.fp8_promote_k)
-        assert on == policy.gluon_grouped_config(start.group_m, block_m) and on.block_m == block_m
-        assert policy.legal("grouped", on, "fp8_tensor")
+    for block_m, gate_n in policy.GLUON_SETS:
+        on = tune.apply(start, "gluon", (block_m, gate_n), promote_k=start.fp8_promote_k)
+        assert on == policy.gluon_grouped_config(start.group_m, block_m, gate_n) and on.block_m == block_m
+        assert on.gate_up.block_n == gate_n and policy.legal("grouped", on, "fp8_tensor")
         off = tune.apply(on, "gluon", False)
-        assert off == policy.gluon_fallback(on) and not off.gluon and off.gate_up == on.gate_up
+        assert off == policy.gluon_fallback(on) and not off.gluon
+        assert off.gate_up == dataclasses.replace(on.gate_up, block_n=64)  # 128 at BLOCK_M 128 spills on Triton
         assert off.down.block_n == 128 and policy.legal("grouped", off, "fp8_tensor")
-    # exactly their tile sets: not another BLOCK_M, not one set's tiles at the other's BLOCK_M
+    # exactly their tile sets: not another BLOCK_M, not one set's tiles at the other's BLOCK_M,
+    # not 128 gate/up columns on the one-warpgroup kernels
     on = policy.gluon_grouped_config(start.group_m)
     for block_m in (32, 128, 256):
         assert not policy.legal("grouped", dataclasses.replace(on, block_m=block_m), "fp8_tensor")
+    wide = dataclasses.replace(on, gate_up=dataclasses.replace(on.gate_up, block_n=128))
+    assert not policy.legal("grouped", wide, "fp8_tensor")
+    with pytest.raises(ValueError, match="gate_n"):
+        policy.gluon_grouped_config(1, 64, 128)
     # they promote every 128 columns: below M=512 (the rule's 64) a move there is not legal
     small = policy.grouped_config(64, 8, 128, 2048, 768, "fp8_tensor")
-    assert not policy.legal("grouped", tune.apply(small, "gluon", 64, promote_k=small.fp8_promote_k), "fp8_tensor")
+    assert not policy.legal("grouped", tune.apply(small, "gluon", (64, 64), promote_k=small.fp8_promote_k),
+                            "fp8_tensor")
     # an entry tuned at M=512 serves M=256 only where the rule's interval leaves it legal: not there
     entry = dict(num_experts=128, top_k=8, hidden=2048, inter=768, format="fp8_tensor", tokens=512,
                  config=dataclasses.asdict(policy.gluon_grouped_config()))
@@ -617,20 +626,23 @@ def test_gluon_move_and_what_a_gluon_entry_serves(monkeypatch):
     assert borrowed == dataclasses.replace(policy.gluon_grouped_config(), gluon=False)
     assert policy.legal("grouped", borrowed, "fp8_block")
     assert policy.tuned_config("grouped", "NVIDIA H200", 256, 8, 128, 2048, 768, "fp8_block") is None
-    # the warp-specialised set's entry: on the Triton kernels its 256-column down would spill, so
-    # they run 128 columns (policy.gluon_fallback; scripts/compile_check.py compiles that tile)
-    ws = policy.gluon_grouped_config(4, 128)
-    entry = dict(entry, tokens=2048, config=dataclasses.asdict(ws))
-    assert policy.tuned_config("grouped", "NVIDIA H200", 2048, 8, 128, 2048, 768, "fp8_tensor") == ws
-    borrowed = policy.tuned_config("grouped", "NVIDIA H200", 1024, 8, 128, 2048, 768, "fp8_block")
-    assert borrowed == policy.gluon_fallback(ws) and not borrowed.gluon and borrowed.block_m == 128
-    assert borrowed.down.block_n == 128 and borrowed.gate_up == ws.gate_up
-    assert policy.legal("grouped", borrowed, "fp8_block")
+    # the warp-specialised set's entry: on the Triton kernels its 256-column down and 128-column
+    # gate/up would spill, so they run 128 and 64 columns (policy.gluon_fallback;
+    # scripts/compile_check.py compiles those tiles)
+    for gate_n in (64, 128):
+        ws = policy.gluon_grouped_config(4, 128, gate_n)
+        entry = dict(entry, tokens=2048, config=dataclasses.asdict(ws))
+        assert policy.tuned_config("grouped", "NVIDIA H200", 2048, 8, 128, 2048, 768, "fp8_tensor") == ws
+        borrowed = policy.tuned_config("grouped", "NVIDIA H200", 1024, 8, 128, 2048, 768, "fp8_block")
+        assert borrowed == policy.gluon_fallback(ws) and not borrowed.gluon and borrowed.block_m == 128
+        assert borrowed.down.block_n == 128 and borrowed.gate_up == dataclasses.replace(ws.gate_up, block_n=64)
+        assert policy.legal("grouped", borrowed, "fp8_block")
     with pytest.raises(ValueError, match="block_m"):
         policy.gluon_grouped_config(1, 32)
     # beside a served config, the set at another BLOCK_M walks as many rows per weight tile
     served = policy.GroupedConfig(64, policy.Tile(128, 128, 8, 3), policy.Tile(128, 128, 8, 3), 8)
     assert policy.gluon_config_like(served, 128) == policy.gluon_grouped_config(4, 128)
+    assert policy.gluon_config_like(served, 128, 128) == policy.gluon_grouped_config(4, 128, 128)
     assert policy.gluon_config_like(dataclasses.replace(served, block_m=16, group_m=1), 64).group_m == 1
 
 
@@ -640,7 +652,7 @@ def test_descent_reaches_gluon_from_a_start_clamped_by_its_k_step():
     # every 128, are reachable from it; with the start's interval they would not be legal.
     start = policy.GroupedConfig(128, policy.Tile(128, 64, 8, 3), policy.Tile(256, 64, 8, 3), 8, 64)
     assert tune.promote_rule("grouped", 2048, "fp8_tensor") == 128 and tune.promote_rule("route_direct", 1, "bf16") is None
-    moves = [("gluon", 64)]
+    moves = [("gluon", (64, 64))]
     fake = lambda cfg: 1.0 if cfg.gluon else 2.0  # noqa: E731
     best, _, _ = tune.descend(start, moves, "fp8_tensor", "grouped", fake, float("inf"),
                               promote_k=tune.promote_rule("grouped", 2048, "fp8_tensor"))

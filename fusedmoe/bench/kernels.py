@@ -2,7 +2,7 @@
 against the layer's HBM floor and the graph-timed call.
 
     python -m fusedmoe.bench.kernels [--shape peers] [--formats bf16,fp8_tensor,fp8_block]
-                                     [--tokens 1,8] [--path auto|...|grouped_gluon[_ws]|torch_grouped_mm] [--calls 20]
+                                     [--tokens 1,8] [--path auto|...|grouped_gluon[_ws[_q]]|torch_grouped_mm] [--calls 20]
                                      [--pdl] [--out DIR]
 
 For each case: weight copies rotated so that >= 200 MB of other weights stream between two
@@ -12,9 +12,10 @@ launched early counts its wait for the previous grid as its own time; ``--pdl`` 
 Reported per kernel: mean device microseconds per call.  Beside them: their sum, the
 graph-timed call as served, PDL included (``harness.graph_us``: what launches and gaps add) and
 the floor (active experts' bytes / measured copy bandwidth).  Writes kernels.md / .json with
---out.  ``grouped_gluon`` / ``grouped_gluon_ws``: the grouped path with the Gluon GEMMs, the
-one-warpgroup or the warp-specialised set (fp8_tensor on sm_90, ``policy.gluon_grouped_config``
-at BLOCK_M 64 / 128, walking as many rows per weight tile as the served config's group_m does).
+--out.  ``grouped_gluon`` / ``grouped_gluon_ws`` / ``grouped_gluon_ws_q``: the grouped path with
+the Gluon GEMMs, the one-warpgroup or the warp-specialised set with gate/up tiles of 64 or 128
+columns (fp8_tensor on sm_90, ``policy.GLUON_SETS``, walking as many rows per weight tile as the
+served config's group_m does).
 """
 
 from __future__ import annotations
@@ -101,14 +102,16 @@ def run(shape_names: list[str], formats: list[str], tokens: list[int], path: str
     return rows
 
 
-GLUON_PATHS = {"grouped_gluon": 64, "grouped_gluon_ws": 128}  # --path: BLOCK_M of the Gluon tile set
+# --path: the Gluon tile set (BLOCK_M, gate/up columns)
+GLUON_PATHS = {"grouped_gluon": (64, 64), "grouped_gluon_ws": (128, 64), "grouped_gluon_ws_q": (128, 128)}
 
 
-def _gluon_config(shape, fmt: str, m: int, dev: torch.device, block_m: int) -> policy.GroupedConfig:
-    """The Gluon GEMMs' config at ``block_m``, its group_m walking as many rows per weight tile
-    as the grouped config served at this case."""
+def _gluon_config(shape, fmt: str, m: int, dev: torch.device, gluon_set: tuple) -> policy.GroupedConfig:
+    """The Gluon GEMMs' config of ``gluon_set`` (BLOCK_M, gate/up columns), its group_m walking
+    as many rows per weight tile as the grouped config served at this case."""
     facts = (m, shape.top_k, shape.num_local_experts, shape.hidden_size, shape.intermediate_size, fmt)
-    return policy.gluon_config_like(policy.select_config("grouped", *facts, device_name(dev), num_sms(dev)), block_m)
+    return policy.gluon_config_like(policy.select_config("grouped", *facts, device_name(dev), num_sms(dev)),
+                                    *gluon_set)
 
 
 def main(argv=None) -> int:
@@ -117,7 +120,7 @@ def main(argv=None) -> int:
     ap.add_argument("--formats", default="bf16,fp8_tensor,fp8_block")
     ap.add_argument("--tokens", default="1,8")
     ap.add_argument("--path", default="auto",
-                    help="auto, route_direct, grouped, grouped_gluon, grouped_gluon_ws, or a peer (torch_grouped_mm)")
+                    help="auto, route_direct, grouped, grouped_gluon, grouped_gluon_ws[_q], or a peer (torch_grouped_mm)")
     ap.add_argument("--calls", type=int, default=20, help="profiled calls per case")
     ap.add_argument("--pdl", action="store_true", help="profile the launches as served, PDL included (each "
                     "early-launched kernel's time then includes its wait for the previous grid)")

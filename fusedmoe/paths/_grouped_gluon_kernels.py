@@ -30,7 +30,10 @@ These kernels are that GEMM with the grouped path's contract:
   fp32 and requantised per 128 columns by ``quantize_rows``, as the fused epilogue would
   quantise it.  (In bf16 the round trip took 172 us less at Mixtral M=8192, but rounding
   before the requantisation moved the layer past the tuner's 1% rel-L2 gate against the
-  reference in all 6 cases tried: tenth session.)
+  reference in all 6 cases tried: tenth session.)  The warp-specialised kernel also has tiles
+  of 128 columns, one quantisation group, which quantise SiLU(gate) * up in the epilogue from
+  the same fp32 values (no fp32 round trip, no requantisation launch; the set
+  ``policy.gluon_grouped_config(g, 128, 128)``).
 - down: each step's partial is scaled by the rows' activation scale for that step, loaded
   while the step's wgmma runs.
 - PDL: as the other grouped launches (``_pdl.pdl_enter``), each first waits for the previous
@@ -47,7 +50,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-from .._epilogue_kernels import SILU, glu
+from .._epilogue_kernels import SILU, glu, quantize_group
 
 K_STEP = 128                     # columns per K step: one promotion, one activation scale (down)
 BLOCK_K = gl.constexpr(K_STEP)   # the same, for the kernels
@@ -116,6 +119,27 @@ def _store_act(act_ptr, stride_act, xs_ptr, p, gate, up, ws_scale, col0, I):
     n = col0 + gl.arange(0, gate.shape[1], layout=gl.SliceLayout(0, gate.type.layout))
     gl.store(act_ptr + p.to(gl.int64)[:, None] * stride_act + n[None, :], h.to(act_ptr.dtype.element_ty),
              mask=(n < I)[None, :])
+
+
+@gluon.jit
+def _store_act_q(act_ptr, acts_ptr, stride_act, stride_acts, xs_ptr, p, gate, up, ws_scale, nt, I):
+    """Gate/up's output quantised in the epilogue: h = SiLU(g) * u as ``_store_act`` computes it,
+    then act[p, nt*128..] in e4m3 and acts[p, nt] its scale for the row's 128-column group
+    (``quantize_group``: bitwise what ``quantize_rows`` makes of the fp32 h); gate, up [rows, 128].
+    The codes are stored from a row-major layout, 16 bytes a thread (from the MMA layout the
+    consumer spilled 10 LDL/STL, sm_90)."""
+    gl.static_assert(gate.shape[1] == BLOCK_K)  # one tile is one quantisation group
+    rs = gl.load(xs_ptr + p) * ws_scale
+    h = glu(gate * rs[:, None], up * rs[:, None], SILU)
+    n = nt * BLOCK_K + gl.arange(0, gate.shape[1], layout=gl.SliceLayout(0, gate.type.layout))
+    ok = (n < I)[None, :]
+    q, scale = quantize_group(h, ok)
+    gl.store(acts_ptr + p.to(gl.int64) * stride_acts + nt, scale)
+    store: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [4, 1], [1, 0])  # 16 bytes a thread, a row per 8 lanes
+    q = gl.convert_layout(q, store)
+    pr = gl.convert_layout(p, gl.SliceLayout(1, store))
+    ns = nt * BLOCK_K + gl.arange(0, BLOCK_K, layout=gl.SliceLayout(0, store))
+    gl.store(act_ptr + pr.to(gl.int64)[:, None] * stride_act + ns[None, :], q, mask=(ns < I)[None, :])
 
 
 @gluon.jit
@@ -445,21 +469,25 @@ def gluon_grouped_down_ws_kernel(a_desc, as_ptr, w_desc, ws_ptr, routes_ptr, blo
 
 
 @gluon.jit
-def _ws_gate_up_loader(x_desc, w_desc, a_smem, w_smem, ready, empty, xs_ptr, ws_scale, act_ptr, stride_act, a_row0,
-                       g_row0, col0, I, num_k, upper):
+def _ws_gate_up_loader(x_desc, w_desc, a_smem, w_smem, ready, empty, xs_ptr, ws_scale, act_ptr, acts_ptr, stride_act,
+                       stride_acts, a_row0, g_row0, nt, I, num_k, upper):
     """Producer warp: step k's x tile and its gate and up weight tiles (rows g_row0.. and
     g_row0 + I..) into the ring once both consumers released the slot."""
     ws_fill_ring(x_desc, w_desc, a_smem, w_smem, ready, empty, a_row0, g_row0, num_k, I, 2)
 
 
 @gluon.jit
-def _ws_gate_up_consume(a_smem, w_smem, ready, empty, xs_ptr, ws_scale, act_ptr, stride_act, a_row0, col0, I, num_k,
-                        WG: gl.constexpr):
-    """Consumer warpgroup WG: plan rows a_row0 + WG*64 .. +64 of one BLOCK_N tile of I, gate's
-    and up's K-step partials issued together, up's wgmma under gate's promotion (as
-    ``gluon_grouped_gate_up_kernel``); then SiLU(g) * u in fp32."""
+def _ws_gate_up_consume(a_smem, w_smem, ready, empty, xs_ptr, ws_scale, act_ptr, acts_ptr, stride_act, stride_acts,
+                        a_row0, nt, I, num_k, WG: gl.constexpr):
+    """Consumer warpgroup WG: plan rows a_row0 + WG*64 .. +64 of one BLOCK_N tile of I.
+    BLOCK_N 64: gate's and up's K-step partials issued together, up's wgmma under gate's
+    promotion (as ``gluon_grouped_gate_up_kernel``), then SiLU(g) * u in fp32 (``_store_act``).
+    BLOCK_N 128: gate's partial, then up's (one partial alive at a time: the gate and up sums of
+    64 x 128 and one partial take 192 of the consumer's registers), each promoted as it is waited
+    for while the other warpgroup's wgmma runs; then SiLU(g) * u quantised (``_store_act_q``)."""
     STAGES: gl.constexpr = a_smem.type.shape[0]
     BLOCK_N: gl.constexpr = w_smem.type.shape[1]
+    QUANT: gl.constexpr = BLOCK_N == BLOCK_K
     mma: gl.constexpr = _mma_layout(BLOCK_N, 4)
     zero = gl.zeros((64, BLOCK_N), dtype=gl.float32, layout=mma)
     gate = gl.zeros((64, BLOCK_N), dtype=gl.float32, layout=mma)
@@ -468,49 +496,60 @@ def _ws_gate_up_consume(a_smem, w_smem, ready, empty, xs_ptr, ws_scale, act_ptr,
         s = k % STAGES
         mbarrier.wait(ready.index(s), (k // STAGES) & 1)
         a = a_smem.index(s).slice(WG * 64, 64)
-        t_g = warpgroup_mma(a, w_smem.index(2 * s).permute((1, 0)), zero, use_acc=False, is_async=True)
-        t_u = warpgroup_mma(a, w_smem.index(2 * s + 1).permute((1, 0)), zero, use_acc=False, is_async=True)
-        gate += warpgroup_mma_wait(num_outstanding=1, deps=(t_g,))  # up's wgmma runs under this add
-        up_part = warpgroup_mma_wait(num_outstanding=0, deps=(t_u,))
+        if QUANT:
+            gate += ws_partial(a, w_smem.index(2 * s), 0, BLOCK_N, mma)
+            up_part = ws_partial(a, w_smem.index(2 * s + 1), 0, BLOCK_N, mma)
+        else:
+            t_g = warpgroup_mma(a, w_smem.index(2 * s).permute((1, 0)), zero, use_acc=False, is_async=True)
+            t_u = warpgroup_mma(a, w_smem.index(2 * s + 1).permute((1, 0)), zero, use_acc=False, is_async=True)
+            gate += warpgroup_mma_wait(num_outstanding=1, deps=(t_g,))  # up's wgmma runs under this add
+            up_part = warpgroup_mma_wait(num_outstanding=0, deps=(t_u,))
         mbarrier.arrive(empty.index(s), count=1)  # this warpgroup's wgmmas are done with the slot
         up += up_part
     p = a_row0 + WG * 64 + gl.arange(0, 64, layout=gl.SliceLayout(1, mma))
-    _store_act(act_ptr, stride_act, xs_ptr, p, gate, up, ws_scale, col0, I)
+    if QUANT:
+        _store_act_q(act_ptr, acts_ptr, stride_act, stride_acts, xs_ptr, p, gate, up, ws_scale, nt, I)
+    else:
+        _store_act(act_ptr, stride_act, xs_ptr, p, gate, up, ws_scale, nt * BLOCK_N, I)
 
 
 @gluon.jit
-def _ws_gate_up_consumer0(x_desc, w_desc, a_smem, w_smem, ready, empty, xs_ptr, ws_scale, act_ptr, stride_act,
-                          a_row0, g_row0, col0, I, num_k, upper):
+def _ws_gate_up_consumer0(x_desc, w_desc, a_smem, w_smem, ready, empty, xs_ptr, ws_scale, act_ptr, acts_ptr,
+                          stride_act, stride_acts, a_row0, g_row0, nt, I, num_k, upper):
     if num_k > 0:  # a block past num_blocks: nothing
-        _ws_gate_up_consume(a_smem, w_smem, ready, empty, xs_ptr, ws_scale, act_ptr, stride_act, a_row0, col0, I,
-                            num_k, 0)
+        _ws_gate_up_consume(a_smem, w_smem, ready, empty, xs_ptr, ws_scale, act_ptr, acts_ptr, stride_act,
+                            stride_acts, a_row0, nt, I, num_k, 0)
 
 
 @gluon.jit
-def _ws_gate_up_consumer1(x_desc, w_desc, a_smem, w_smem, ready, empty, xs_ptr, ws_scale, act_ptr, stride_act,
-                          a_row0, g_row0, col0, I, num_k, upper):
+def _ws_gate_up_consumer1(x_desc, w_desc, a_smem, w_smem, ready, empty, xs_ptr, ws_scale, act_ptr, acts_ptr,
+                          stride_act, stride_acts, a_row0, g_row0, nt, I, num_k, upper):
     if num_k > 0:
         if upper != 0:
-            _ws_gate_up_consume(a_smem, w_smem, ready, empty, xs_ptr, ws_scale, act_ptr, stride_act, a_row0, col0, I,
-                                num_k, 1)
+            _ws_gate_up_consume(a_smem, w_smem, ready, empty, xs_ptr, ws_scale, act_ptr, acts_ptr, stride_act,
+                                stride_acts, a_row0, nt, I, num_k, 1)
         else:  # no routes in rows 64..127: their act rows stay unwritten
             ws_release(a_smem, ready, empty, num_k)
 
 
 @gluon.jit
 def gluon_grouped_gate_up_ws_kernel(x_desc, xs_ptr, w_desc, ws_ptr, routes_ptr, block_expert_ptr, num_blocks_ptr,
-                                    act_ptr, H, I, stride_act,
+                                    act_ptr, acts_ptr, H, I, stride_act, stride_acts,
                                     GROUP_M: gl.constexpr, STAGES: gl.constexpr, num_warps: gl.constexpr,
                                     PDL: gl.constexpr = False):
-    """``gluon_grouped_gate_up_kernel``'s act on 128-row plan blocks, warp-specialised (above):
-    a ring slot holds the x tile and a gate and an up tile of BLOCK_N rows each (routes_ptr: the
-    plan's sorted_routes, read to skip a block's empty upper half; its act rows stay unwritten)."""
+    """``gluon_grouped_gate_up_kernel``'s SiLU(g) * u on 128-row plan blocks, warp-specialised
+    (above); a ring slot holds the x tile and a gate and an up tile of BLOCK_N rows each.
+    BLOCK_N 64: act [P, I] fp32 (acts unused).  BLOCK_N 128 (one quantisation group): quantised
+    in the epilogue, act [P, I] e4m3 and acts [P, cdiv(I, 128)] fp32, one scale per row per 128
+    columns, as ``quantize_rows`` gives for the fp32 values.  routes_ptr: the plan's
+    sorted_routes, read to skip a block's empty upper half, whose act rows stay unwritten."""
     gl.static_assert(num_warps == 4)
-    _pdl_enter(PDL)
     BLOCK_N: gl.constexpr = w_desc.block_type.shape[0]
+    gl.static_assert((BLOCK_N == 64) | (BLOCK_N == BLOCK_K))
+    _pdl_enter(PDL)
     b, nt, e, num_k, ws_scale, upper, a_smem, w_smem, ready, empty = _ws_program(
         x_desc, w_desc, I, H, ws_ptr, routes_ptr, block_expert_ptr, num_blocks_ptr, GROUP_M, STAGES, 2)
-    args = (x_desc, w_desc, a_smem, w_smem, ready, empty, xs_ptr, ws_scale, act_ptr, stride_act, b * 128,
-            e * 2 * I + nt * BLOCK_N, nt * BLOCK_N, I, num_k, upper)
+    args = (x_desc, w_desc, a_smem, w_smem, ready, empty, xs_ptr, ws_scale, act_ptr, acts_ptr, stride_act,
+            stride_acts, b * 128, e * 2 * I + nt * BLOCK_N, nt, I, num_k, upper)
     gl.warp_specialize([(_ws_gate_up_consumer0, args), (_ws_gate_up_consumer1, args), (_ws_gate_up_loader, args)],
                        [4, 1], [WS_CONSUMER_REGS, WS_LOADER_REGS])

@@ -67,6 +67,8 @@ def kernel_launches(m: int, top_k: int, weights: ExpertWeights, config: GroupedC
     """Launches of one call: [quantise x] + the plan's + [gather x into plan order: ``gluon``,
     as ``uses_gluon`` says] + gate/up + [requantise] + down + combine."""
     routes, e_local = m * top_k, weights.num_experts
+    if config is not None and not gluon:
+        config = gluon_fallback(config)  # what the Triton kernels run of a Gluon config
     return (int(weights.is_a8) + plan_launches(routes, e_local, no_permute=uses_no_permute(routes, e_local)) + 3
             + int(splits_quantisation(weights, config)) + int(gluon))
 
@@ -86,7 +88,6 @@ def grouped_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Ten
     max_blocks = plan.block_expert.numel()
 
     row_scaled = quant.x_row_scaled(weights.format)
-    split = splits_quantisation(weights, config)
     a1, a1_s = quantize_rows(x, whole_rows=row_scaled) if fp8 else (x, x)
     # each route's down output, before the routing weight: fp32 under fp16 activations (one route's
     # output may exceed 65504 where the weighted sum does not), else the activations' dtype
@@ -95,7 +96,8 @@ def grouped_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Ten
         _gluon_gemms(a1, a1_s, weights, plan, y, config, k)
         combine_launch(y, topk_weights, topk_ids, out, shared_output, expert_offset, e_local)
         return out
-    config = gluon_fallback(config)  # the Triton kernels run it (its tiles, or at BLOCK_M 128 a narrower down)
+    config = gluon_fallback(config)  # the Triton kernels run it (its tiles, at BLOCK_M 128 narrower ones)
+    split = splits_quantisation(weights, config)
     gu, dn = config.gate_up, config.down
     if fp8:
         act = torch.empty(m * k, inter, dtype=torch.float32 if split else quant.FP8_DTYPE, device=dev)
@@ -158,10 +160,12 @@ def gluon_kernels(config: GroupedConfig) -> tuple:
 
 def _gluon_gemms(x_q: torch.Tensor, x_s: torch.Tensor, weights: ExpertWeights, plan, y: torch.Tensor,
                  config: GroupedConfig, top_k: int) -> None:
-    """x's rows gathered into plan order, gate/up -> act (fp32 [P, I], plan order), its
-    requantisation, down -> y [R, H] (route order), by the Gluon kernels (``uses_gluon``): the
-    one-warpgroup ones at BLOCK_M 64, the warp-specialised ones at 128 (``policy.GLUON_BLOCK_MS``);
-    x_q [M, H] e4m3 with one scale per row x_s [M, 1]; P = len(sorted_routes)."""
+    """x's rows gathered into plan order, gate/up -> act (e4m3 [P, I] in plan order, one scale per
+    row per 128 columns), down -> y [R, H] (route order), by the Gluon kernels (``uses_gluon``):
+    the one-warpgroup ones at BLOCK_M 64, the warp-specialised ones at 128 (``policy.GLUON_SETS``).
+    Gate/up tiles of 64 columns write act in fp32, requantised by a launch of its own; of 128
+    (warp-specialised) they quantise it in their epilogue.  x_q [M, H] e4m3 with one scale per
+    row x_s [M, 1]; P = len(sorted_routes)."""
     hidden, inter = weights.hidden_size, weights.intermediate_size
     bm, gu, dn = config.block_m, config.gate_up, config.down
     grid = plan.block_expert.numel()
@@ -170,17 +174,24 @@ def _gluon_gemms(x_q: torch.Tensor, x_s: torch.Tensor, weights: ExpertWeights, p
         return
     gate_up, down, options = gluon_kernels(config)
     x_plan, x_plan_s = gather_plan_rows(x_q, x_s, plan, top_k)
-    act = torch.empty(rows, inter, dtype=torch.float32, device=x_q.device)
-    # the warp-specialised gate/up reads the plan's routes to skip a block's empty upper half
-    routes = (plan.sorted_routes,) if bm == 128 else ()
-    gate_up[(grid * cdiv(inter, gu.block_n),)](  # TMA descriptors: launched through Triton (_launch)
-        tile_desc(x_plan, bm), x_plan_s, tile_desc(weights.w13.view(-1, hidden), gu.block_n), weights.w13_scale,
-        *routes, plan.block_expert, plan.num_blocks, act, hidden, inter, act.stride(0),
-        GROUP_M=config.group_m, STAGES=gu.num_stages, **options, **pdl_launch(x_q.device))
-    # rows of blocks past num_blocks, no-permute blocks of routes not held here and (BLOCK_M 128)
-    # empty upper halves of blocks hold garbage here and are requantised for nothing; down never
+    gate_up_grid = (grid * cdiv(inter, gu.block_n),)
+    x_desc, w13_desc = tile_desc(x_plan, bm), tile_desc(weights.w13.view(-1, hidden), gu.block_n)
+    fused = gu.block_n == quant.GROUP  # SiLU(g) * u quantised in gate/up's epilogue (warp-specialised)
+    act = torch.empty(rows, inter, dtype=quant.FP8_DTYPE if fused else torch.float32, device=x_q.device)
+    act_s = torch.empty(rows, cdiv(inter, quant.GROUP), dtype=torch.float32, device=x_q.device) if fused else act
+    if bm == 128:  # warp-specialised: reads the plan's routes to skip a block's empty upper half
+        gate_up[gate_up_grid](  # TMA descriptors: launched through Triton (_launch)
+            x_desc, x_plan_s, w13_desc, weights.w13_scale, plan.sorted_routes, plan.block_expert, plan.num_blocks,
+            act, act_s, hidden, inter, act.stride(0), act_s.stride(0),
+            GROUP_M=config.group_m, STAGES=gu.num_stages, **options, **pdl_launch(x_q.device))
+    else:
+        gate_up[gate_up_grid](
+            x_desc, x_plan_s, w13_desc, weights.w13_scale, plan.block_expert, plan.num_blocks, act, hidden, inter,
+            act.stride(0), GROUP_M=config.group_m, STAGES=gu.num_stages, **options, **pdl_launch(x_q.device))
+    # rows of blocks past num_blocks, of no-permute blocks of routes not held here and of empty
+    # upper halves (BLOCK_M 128) hold garbage here (and are requantised for nothing): down never
     # reads them
-    act_q, act_s = quantize_rows(act)
+    act_q, act_s = (act, act_s) if fused else quantize_rows(act)
     down[(grid * cdiv(hidden, dn.block_n),)](
         tile_desc(act_q, bm), act_s, tile_desc(weights.w2.view(-1, inter), dn.block_n), weights.w2_scale,
         plan.sorted_routes, plan.block_expert, plan.num_blocks, y, hidden, inter, act_s.stride(0), y.stride(0),
