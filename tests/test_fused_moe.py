@@ -752,13 +752,19 @@ def test_routing_and_layers_chained_under_pdl(path, device):
         assert torch.equal(out.view(torch.int16), plain_steps(x).view(torch.int16))
 
 
+@pytest.mark.parametrize("splits", [1, 2, 5])
 @pytest.mark.parametrize("block_m,top_k,no_permute", [(16, 2, False), (64, 1, False), (8, 3, True)])
-def test_gather_plan_rows(block_m, top_k, no_permute, device):
+def test_gather_plan_rows(block_m, top_k, no_permute, splits, device):
     # The Gluon path's x in plan order: row p holds x[sorted_routes[p] // top_k] and its scale,
     # zeros on padding rows; blocks past num_blocks are left alone.  On an expert window (ids
-    # outside it and -1 held nowhere), blocked and no-permute plans.
+    # outside it and -1 held nowhere), blocked and no-permute plans; each block's columns in
+    # one program or split over several (80 columns in chunks of 32: 5 splits leave some idle).
     from fusedmoe.paths._grouped_kernels import gather_plan_rows_kernel
+    from fusedmoe.paths.grouped import gather_splits
     from fusedmoe.plan import build_plan
+
+    assert gather_splits(16, 4096, 256, 132) == 16 and gather_splits(600, 4096, 256, 132) == 1
+    assert gather_splits(40, 4096, 256, 132) == 14 and gather_splits(0, 80, 32, 132) == 3
 
     m, e, cols = 37, 5, 80
     ids = torch.randint(-1, e, (m, top_k), device=device, dtype=torch.int32)
@@ -768,9 +774,9 @@ def test_gather_plan_rows(block_m, top_k, no_permute, device):
     rows = plan.sorted_routes.numel()
     got = torch.full((rows, cols), float("nan"), device=device).to(torch.float8_e4m3fn)
     got_s = torch.full((rows,), float("nan"), device=device)
-    gather_plan_rows_kernel[(plan.block_expert.numel(),)](x, xs, plan.sorted_routes, plan.num_blocks, got, got_s,
-                                                          cols, top_k, x.stride(0), got.stride(0), BLOCK_M=block_m,
-                                                          BLOCK_C=32)
+    gather_plan_rows_kernel[(plan.block_expert.numel(), splits)](
+        x, xs, plan.sorted_routes, plan.num_blocks, got, got_s, cols, top_k, x.stride(0), got.stride(0),
+        BLOCK_M=block_m, BLOCK_C=32)
     live = int(plan.num_blocks) * block_m
     routes = plan.sorted_routes[:live].long()
     held = routes >= 0

@@ -321,10 +321,11 @@ def gather_plan_rows_kernel(a_ptr, as_ptr, routes_ptr, num_blocks_ptr, out_ptr, 
                             PDL: tl.constexpr = False):
     """x rows into plan order, for the Gluon GEMMs' TMA loads: out[p] = a[t], out_s[p] = as[t]
     for t = sorted_routes[p] // TOPK, zeros where sorted_routes[p] < 0 (a [M, cols], as [M]
-    with unit stride; out [P, cols], out_s [P]); one program per plan block, past num_blocks
-    none.  PDL: ``pdl_enter``."""
+    with unit stride; out [P, cols], out_s [P]).  Grid (plan blocks, column splits): program
+    (b, s) copies block b's rows at the column chunks s, s + splits, ... of BLOCK_C; past
+    num_blocks nothing.  PDL: ``pdl_enter``."""
     pdl_enter(PDL)
-    b = tl.program_id(0)
+    b, split, splits = tl.program_id(0), tl.program_id(1), tl.num_programs(1)
     if b >= tl.load(num_blocks_ptr):
         return
     p = b * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -332,8 +333,9 @@ def gather_plan_rows_kernel(a_ptr, as_ptr, routes_ptr, num_blocks_ptr, out_ptr, 
     ok = route >= 0
     src = a_ptr + tl.where(ok, route // TOPK, 0).to(tl.int64)[:, None] * stride_a
     dst = out_ptr + p.to(tl.int64)[:, None] * stride_out
-    for c0 in range(0, cols, BLOCK_C):
+    for c0 in range(split * BLOCK_C, cols, splits * BLOCK_C):
         c = c0 + tl.arange(0, BLOCK_C)
         in_row = (c < cols)[None, :]
         tl.store(dst + c[None, :], tl.load(src + c[None, :], mask=ok[:, None] & in_row, other=0.0), mask=in_row)
-    tl.store(out_s_ptr + p, tl.load(as_ptr + tl.where(ok, route // TOPK, 0), mask=ok, other=0.0))
+    if split == 0:
+        tl.store(out_s_ptr + p, tl.load(as_ptr + tl.where(ok, route // TOPK, 0), mask=ok, other=0.0))
