@@ -6,7 +6,7 @@
 #   1. GPU tests of the gather and the Gluon configs;
 #   2. fusedmoe.bench.kernels --path auto, Mixtral TP2 M 512 / 2048, before (the patch taken off,
 #      /tmp/base) and after, in turn base, patch, patch, base;
-#   3. if time is left: the warp-specialised set's 64- against 128-column gate/up where table entries
+#   3. with EXTRA=1: the warp-specialised set's 64- against 128-column gate/up where table entries
 #      are warp-specialised and I is smaller (GPT-OSS-120B TP4 and Qwen3-235B-A22B at M=8192), and
 #      the full Mixtral M=512 served against (128, 128).
 R=${R:-/tmp/r4}; LIMIT=${LIMIT:-480}; . scripts/call_setup.sh
@@ -27,10 +27,12 @@ for t in /tmp/base $PWD $PWD /tmp/base; do
   n=$((n+1)); tag=$([ $t = /tmp/base ] && echo base || echo patch)
   kernels $t mixtral_8x7b_tp2 512,2048 auto gather_${n}_$tag 45; step "gather $n $tag rc $?"
 done
-for p in grouped_gluon_ws grouped_gluon_ws_q; do
-  kernels $PWD gpt_oss_120b_tp4,qwen3_235b_a22b 8192 $p ${p#grouped_gluon_}_8192 90; step "$p 8192 rc $?"
-done
-for p in auto grouped_gluon_ws_q; do
-  kernels $PWD mixtral_8x7b 512 $p mixtral_512_${p#grouped_gluon_} 60; step "mixtral 512 $p rc $?"
-done
+if [ "${EXTRA:-0}" = 1 ]; then
+  for p in grouped_gluon_ws grouped_gluon_ws_q; do
+    kernels $PWD gpt_oss_120b_tp4,qwen3_235b_a22b 8192 $p ${p#grouped_gluon_}_8192 90; step "$p 8192 rc $?"
+  done
+  for p in auto grouped_gluon_ws_q; do
+    kernels $PWD mixtral_8x7b 512 $p mixtral_512_${p#grouped_gluon_} 60; step "mixtral 512 $p rc $?"
+  done
+fi
 finish
