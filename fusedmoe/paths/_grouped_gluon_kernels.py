@@ -111,27 +111,31 @@ def _store_y(y_ptr, stride_y, route, acc, ws_scale, col0, H):
 
 
 @gluon.jit
-def _store_act(act_ptr, stride_act, xs_ptr, p, gate, up, ws_scale, col0, I):
-    """Gate/up's output: act[p, col0..] = SiLU(g) * u for plan rows p, columns below I, where g
-    and u are the gate and up sums [rows, N] (fp32, an MMA layout) scaled by xs[p] * ws_scale."""
+def _swiglu_rows(xs_ptr, p, gate, up, ws_scale, col0):
+    """SiLU(g) * u [rows, N] fp32 for plan rows p, where g and u are the gate and up sums (fp32,
+    an MMA layout) scaled by xs[p] * ws_scale, and the columns col0.. it holds (in the same layout)."""
     rs = gl.load(xs_ptr + p) * ws_scale
     h = glu(gate * rs[:, None], up * rs[:, None], SILU)
-    n = col0 + gl.arange(0, gate.shape[1], layout=gl.SliceLayout(0, gate.type.layout))
+    return h, col0 + gl.arange(0, gate.shape[1], layout=gl.SliceLayout(0, gate.type.layout))
+
+
+@gluon.jit
+def _store_act(act_ptr, stride_act, xs_ptr, p, gate, up, ws_scale, col0, I):
+    """Gate/up's output: act[p, col0..] = SiLU(g) * u (``_swiglu_rows``) for plan rows p, columns below I."""
+    h, n = _swiglu_rows(xs_ptr, p, gate, up, ws_scale, col0)
     gl.store(act_ptr + p.to(gl.int64)[:, None] * stride_act + n[None, :], h.to(act_ptr.dtype.element_ty),
              mask=(n < I)[None, :])
 
 
 @gluon.jit
 def _store_act_q(act_ptr, acts_ptr, stride_act, stride_acts, xs_ptr, p, gate, up, ws_scale, nt, I):
-    """Gate/up's output quantised in the epilogue: h = SiLU(g) * u as ``_store_act`` computes it,
-    then act[p, nt*128..] in e4m3 and acts[p, nt] its scale for the row's 128-column group
+    """Gate/up's output quantised in the epilogue: h = SiLU(g) * u (``_swiglu_rows``), then
+    act[p, nt*128..] in e4m3 and acts[p, nt] its scale for the row's 128-column group
     (``quantize_group``: bitwise what ``quantize_rows`` makes of the fp32 h); gate, up [rows, 128].
     The codes are stored from a row-major layout, 16 bytes a thread (from the MMA layout the
     consumer spilled 10 LDL/STL, sm_90)."""
     gl.static_assert(gate.shape[1] == BLOCK_K)  # one tile is one quantisation group
-    rs = gl.load(xs_ptr + p) * ws_scale
-    h = glu(gate * rs[:, None], up * rs[:, None], SILU)
-    n = nt * BLOCK_K + gl.arange(0, gate.shape[1], layout=gl.SliceLayout(0, gate.type.layout))
+    h, n = _swiglu_rows(xs_ptr, p, gate, up, ws_scale, nt * BLOCK_K)
     ok = (n < I)[None, :]
     q, scale = quantize_group(h, ok)
     gl.store(acts_ptr + p.to(gl.int64) * stride_acts + nt, scale)
