@@ -3,7 +3,7 @@
 # grid (plan blocks, splits), about 4 programs per SM where the plan has few blocks).  Mixtral TP2
 # fp8_tensor M=512 served: the gather took 13.0 us of 391 (call 2) with about 13 programs for 4 MB
 # read and 6 MB written; expected 3-5 us (the bytes at ~3 TB/s plus a launch), about 2% off the call.
-#   1. GPU tests of the gather and the Gluon configs;
+#   1. GPU tests of the gather and of the Gluon configs on the half_blocks case;
 #   2. fusedmoe.bench.kernels --path auto, Mixtral TP2 M 512 / 2048, before (the patch taken off,
 #      /tmp/base) and after, in turn base, patch, patch, base;
 #   3. with EXTRA=1: the warp-specialised set's 64- against 128-column gate/up where table entries
@@ -19,7 +19,7 @@ kernels() {  # kernels TREE SHAPES TOKENS PATH OUT_NAME (empty: warm-up) TIMEOUT
 }
 pids=()
 for t in /tmp/base $PWD; do kernels $t mixtral_8x7b_tp2 512,2048 auto "" 150 & pids+=($!); done
-timeout 120 python -m pytest -q -x tests/test_fused_moe.py -k "gather_plan_rows or gluon_config" > $R/tests.log 2>&1
+timeout 120 python -m pytest -q -x tests/test_fused_moe.py -k "gather_plan_rows or (gluon_config and half_blocks)" > $R/tests.log 2>&1
 step "tests rc $?"
 wait "${pids[@]}"; step "compiled"
 n=0
