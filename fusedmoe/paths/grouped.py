@@ -187,7 +187,7 @@ def _gluon_gemms(x_q: torch.Tensor, x_s: torch.Tensor, weights: ExpertWeights, p
     x_plan, x_plan_s = gather_plan_rows(x_q, x_s, plan, top_k)
     gate_up_grid = (grid * cdiv(inter, gu.block_n),)
     x_desc, w13_desc = tile_desc(x_plan, bm), tile_desc(weights.w13.view(-1, hidden), gu.block_n)
-    fused = gu.block_n == quant.GROUP  # SiLU(g) * u quantised in gate/up's epilogue (warp-specialised)
+    fused = not splits_quantisation(weights, config)  # 128-column gate/up: quantised in its epilogue
     act = torch.empty(rows, inter, dtype=quant.FP8_DTYPE if fused else torch.float32, device=x_q.device)
     act_s = torch.empty(rows, cdiv(inter, quant.GROUP), dtype=torch.float32, device=x_q.device) if fused else act
     if bm == 128:  # warp-specialised: reads the plan's routes to skip a block's empty upper half
