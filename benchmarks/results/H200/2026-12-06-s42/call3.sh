@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Forty-second session, call 3: is the 128-column quantising warp-specialised set (grouped_gluon_ws_q)
+# a rule for shapes the tables do not hold?  Five MoE shapes with no table entry (shapes/*/config.json:
+# DeepSeek-V2-Lite, Qwen2-57B-A14B, Phi-3.5-MoE, DBRX TP4, Qwen1.5-MoE-A2.7B), fp8_tensor, M 256, 512,
+# 2048, 8192: the path served (auto: the heuristic) against the set.
+R=${R:-/tmp/r3}; LIMIT=${LIMIT:-400}; . scripts/call_setup.sh
+SH=$(ls -d benchmarks/results/H200/2026-12-06-s42/shapes/* | paste -sd,)
+for p in grouped_gluon_ws_q auto; do
+  timeout 170 python -m fusedmoe.bench.kernels --shape $SH --formats fp8_tensor --tokens 256,512,2048,8192 --path $p \
+    --out $R/unseen_${p#grouped_gluon_} > $R/unseen_${p#grouped_gluon_}.log 2>&1; step "$p rc $?"
+done
+finish
