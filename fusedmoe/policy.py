@@ -138,7 +138,7 @@ class RouteDirectConfig:
 #   M=8192, Qwen3-30B 388 against 408 (128 columns: 965, 394, 465); its gate/up (64 columns
 #   each of gate and up) 2143 against 2558 at Mixtral M=8192, slower at short K (GPT-OSS).
 #   Six ring slots instead of four: no faster.
-GLUON_BLOCK_MS, GLUON_STAGES = (64, 128), 4
+GLUON_STAGES = 4
 # The Gluon tile sets, as (BLOCK_M, gate/up columns): the one-warpgroup set, and the
 # warp-specialised one with gate/up tiles of 64 columns (fp32 SwiGLU output, requantised by a
 # launch of its own) or of 128, one quantisation group, quantised in its epilogue.  On an H100

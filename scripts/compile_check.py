@@ -34,7 +34,7 @@ from fusedmoe.paths._route_direct_gluon_kernels import route_down_gluon_kernel
 from fusedmoe.paths._route_direct_kernels import (route_down_kernel, route_down_mma_kernel, route_gate_up_kernel,
                                                   route_gate_up_mma_kernel)
 from fusedmoe.paths.grouped import gluon_kernels
-from fusedmoe.policy import GLUON_BLOCK_MS, GLUON_SETS, gluon_grouped_config
+from fusedmoe.policy import GLUON_SETS, gluon_grouped_config
 
 TARGET = GPUTarget("cuda", 90, 32)
 CUOBJDUMP = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
@@ -417,7 +417,8 @@ def main() -> int:
     # serialised by ptxas, the wait first (the down also with fp32 route outputs, as under fp16
     # activations)
     gluon_cases = [("gate_up", "*bf16", bm, gate_n) for bm, gate_n in GLUON_SETS]
-    gluon_cases += [("down", y_type, bm, 64) for y_type in ("*bf16", "*fp32") for bm in GLUON_BLOCK_MS]
+    gluon_cases += [("down", y_type, bm, 64) for y_type in ("*bf16", "*fp32")
+                    for bm in sorted({bm for bm, _ in GLUON_SETS})]  # the down: one kernel per BLOCK_M
     rows += [check(f"gluon grouped_{gemm} block_m={bm}" + (f" gate_n={gate_n}" if gemm == "gate_up" else "")
                    + (" fp32 y" if y_type == "*fp32" else ""),
                    lambda: gluon_facts(gemm, bm, y_type, gate_n),
