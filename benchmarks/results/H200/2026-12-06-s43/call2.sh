@@ -1,22 +1,43 @@
 #!/usr/bin/env bash
-# Forty-third session, call 2 (the committed kernels; call 1's trim is not applied).
+# Forty-third session, call 2 (call 1's trim is not applied; ncu runs the base tree).
 #   1. Nsight Compute, full set, on the served Mixtral TP2 fp8_tensor M=512 layer's two Gluon GEMMs
 #      (the (128, 128) warp-specialised set).  Call 1: taking 5% of gate/up's L2-to-SM bytes away
 #      (tail_a_rows.patch) and doubling the down's tiles changed neither kernel's time, and gate/up
 #      and down both run at ~2.1 TB/s of HBM (470 / 235 MB in 235 / 105 us) with ~1024 wgmma clocks a
 #      K step taking 1.47 / 0.93 us: what do the consumer warps wait on?
-#   2. The forty-second session's call 3: the (128, 128) set against the heuristic on five shapes
+#   2. pair_loads.patch (applied on this tree): the warp-specialised producer waits for two ring slots,
+#      then loads both K steps back to back, so each weight row's 256 contiguous bytes are asked for
+#      at once (now 128 bytes per row about every 1.5 us, 4 KB apart: one DRAM page opening per step?).
+#      If HBM's access pattern caps both GEMMs at ~2.1 TB/s, gate/up 235 -> ~200 us; if not, no change.
+#      bench.kernels --path auto, Mixtral TP2 and Mixtral-8x7B M 512 / 2048, in turn base, patch, patch, base.
+#   3. The forty-second session's call 3 (base tree): the (128, 128) set against the heuristic on five shapes
 #      outside the tables and benchmarks/heldout (M 512 / 2048 / 8192).
 R=${R:-/tmp/r2}; LIMIT=${LIMIT:-560}; . scripts/call_setup.sh
 S=benchmarks/results/H200/2026-12-06-s43
-timeout 150 ncu --clock-control none --set full -k regex:gluon_grouped_ --launch-skip 2 --launch-count 2 \
-  --export $R/ncu_ws_m512 python $S/ncu_case.py served 512 > $R/ncu_ws_m512.log 2>&1; step "ncu rc $?"
+base_tree $S/pair_loads.patch
+(cd /tmp/base && PYTHONPATH=/tmp/base timeout 150 ncu --clock-control none --set full -k regex:gluon_grouped_ \
+  --launch-skip 2 --launch-count 2 --export $R/ncu_ws_m512 python $OLDPWD/$S/ncu_case.py served 512 \
+  > $R/ncu_ws_m512.log 2>&1); step "ncu rc $?"
 ncu --import $R/ncu_ws_m512.ncu-rep --page details > $R/ncu_ws_m512.txt 2>&1; step "ncu details rc $?"
+kernels() {  # kernels TREE PATH OUT_NAME (empty: warm-up) TIMEOUT
+  (cd $1 && PYTHONPATH=$1 timeout $4 python -m fusedmoe.bench.kernels --shape mixtral_8x7b_tp2,mixtral_8x7b \
+    --formats fp8_tensor --tokens 512,2048 --path $2 ${3:+--out $R/$3} > $R/${3:-warm_$RANDOM}.log 2>&1)
+}
+pids=()
+for t in /tmp/base $PWD; do kernels $t auto "" 200 & pids+=($!); done
+timeout 200 python -m pytest -q tests/test_fused_moe.py -k "gluon" > $R/tests.log 2>&1
+step "tests rc $?"
+wait "${pids[@]}"; step "compiled"
+n=0
+for t in /tmp/base $PWD $PWD /tmp/base; do
+  n=$((n+1)); tag=$([ $t = /tmp/base ] && echo base || echo patch)
+  kernels $t auto pair_${n}_$tag 60; step "pair $n $tag rc $?"
+done
 for sh in benchmarks/results/H200/2026-12-06-s42/shapes/*; do
   for p in grouped_gluon_ws_q auto; do  # one shape at a time, so a call cut short still brings whole shapes back
     n=$(basename $sh)_${p#grouped_gluon_}
-    timeout 60 python -m fusedmoe.bench.kernels --shape $sh --formats fp8_tensor --tokens 512,2048,8192 --path $p \
-      --out $R/$n > $R/$n.log 2>&1; step "$n rc $?"
+    (cd /tmp/base && PYTHONPATH=/tmp/base timeout 60 python -m fusedmoe.bench.kernels --shape $OLDPWD/$sh \
+      --formats fp8_tensor --tokens 512,2048,8192 --path $p --out $R/$n > $R/$n.log 2>&1); step "$n rc $?"
   done
 done
 finish
