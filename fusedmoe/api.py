@@ -52,7 +52,8 @@ def describe_dispatch(m: int, top_k: int, weights: ExpertWeights, device: torch.
     path = choose_path(m, top_k, weights, dev)
     shape = (m, top_k, weights.num_experts, weights.hidden_size, weights.intermediate_size, weights.format)
     tuned = policy.tuned_config(path, device_name(dev), *shape)
-    cfg = tuned or policy.select_config(path, *shape, device_name(dev), num_sms(dev))
+    cfg = tuned or policy.select_config(path, *shape, device_name(dev), num_sms(dev),
+                                        grouped.gluon_runs(weights, dev, "silu"))
     launches = (route_direct.KERNEL_LAUNCHES if path == "route_direct" else
                 grouped.kernel_launches(m, top_k, weights, cfg, gluon=grouped.uses_gluon(weights, cfg, dev, "silu")))
     tiles = ", ".join(f"{f.name}={getattr(cfg, f.name)}" for f in dataclasses.fields(cfg)
@@ -266,7 +267,7 @@ def _run(x, weights, topk_weights, topk_ids, expert_offset, n_global, shared_out
     topk_weights = topk_weights.contiguous()
     cfg = config or policy.select_config(chosen, m, k, weights.num_experts, weights.hidden_size,
                                          weights.intermediate_size, weights.format, device_name(x.device),
-                                         num_sms(x.device))
+                                         num_sms(x.device), grouped.gluon_runs(weights, x.device, activation))
     if chosen == "route_direct":
         return route_direct.route_direct_moe(x, weights, topk_weights, topk_ids, out, shared_output,
                                              expert_offset, cfg, activation)

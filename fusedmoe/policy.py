@@ -68,7 +68,7 @@ class GroupedConfig:
     ``paths/_grouped_gluon_kernels.py`` (TMA weights, async wgmma) with these tiles
     (``gluon_grouped_config``); elsewhere, and for layers they do not cover
     (``grouped.uses_gluon``), the Triton kernels run ``gluon_fallback``.  A tuner move; the
-    heuristic never takes it.  On the H200 the one-warpgroup set (BLOCK_M 64) ran 1.03-1.10x
+    heuristic takes the (128, 128) set only where the Gluon kernels run (GLUON_HEURISTIC_RULES).  On the H200 the one-warpgroup set (BLOCK_M 64) ran 1.03-1.10x
     the Triton tables' time on the PEERS shapes (tenth session); with the warp-specialised set
     (128, twelfth) 11 fp8_tensor entries at M >= 512 run Gluon, 7 of them that set.
     tail_m (0, or 16 / 32 / 64 below block_m; the Triton kernels): a block holding at most
@@ -148,6 +148,19 @@ GLUON_STAGES = 4
 # (I = 768 / 256: gate/up 209 -> 272 and 445 -> 493 us, its partials waited for one at a time):
 # the tables choose.
 GLUON_SETS = ((64, 64), (128, 64), (128, 128))
+# Where the heuristic takes the (128, 128) set for fp8_tensor (grouped_config's ``gluon``: where the
+# Gluon kernels run): (least I, least routes per expert).  The forty-second session timed the set
+# against the served configs at the table shapes (graph us, H200): faster at DeepSeek-V3 M=2048 /
+# 8192 (0.88 / 0.93x; I 2048, 64 / 256 routes an expert), GPT-OSS-120B (0.96 / 0.84; I 2880),
+# Qwen3-235B M=2048 (0.89; I 1536, 128), Mixtral-8x7B M=512 (0.90; I 14336, 128), Qwen3-30B M=8192
+# (0.88; I 768, 512), GPT-OSS TP4 M=8192 (0.93, H100; I 720, 256); slower where I is 192 or 256
+# (1.20-1.23x), at Qwen3-30B M=2048 (1.05; I 768, 128); even at Qwen3-235B TP4 M=8192 (0.99;
+# I 384, 512).  The first rule was then checked on five shapes in no table (forty-third session,
+# H100, against this heuristic's Triton tiles, M 512 / 2048 / 8192): DBRX TP4 (I 2688) 0.88 / 0.76
+# / 0.72x, Mixtral-8x22B TP4 (I 4096) 0.91 / 0.73 / 0.71, Phi-3.5-MoE (I 6400) 0.94 / 0.78 / 0.68,
+# Qwen2-57B-A14B (I 2560) 0.94 / 0.76 / 0.73, all at 64+ routes an expert; Qwen1.5-MoE-A2.7B
+# (I 1408) 1.31 / 1.02 / 0.82 at 34 / 137 / 546 routes an expert, the last in the second rule.
+GLUON_HEURISTIC_RULES = ((1536, 64), (512, 256))
 
 
 def gluon_grouped_config(group_m: int = 1, block_m: int = 64, gate_n: int = 64) -> GroupedConfig:
@@ -301,14 +314,18 @@ def tail_saving(rows_per_expert: float, block_m: int, tail_m: int) -> float:
     return share * (block_m - tail_m) / (rows_per_expert + block_m / 2)
 
 
-def grouped_config(m: int, top_k: int, num_experts: int, hidden: int, inter: int, fmt: str) -> GroupedConfig:
-    """Heuristic tiles of the grouped path.
+def grouped_config(m: int, top_k: int, num_experts: int, hidden: int, inter: int, fmt: str,
+                   gluon: bool = False) -> GroupedConfig:
+    """Heuristic tiles of the grouped path; with ``gluon`` (the Gluon kernels run here:
+    ``grouped.gluon_runs``) the (128, 128) Gluon set where GLUON_HEURISTIC_RULES say.
 
     Read off the sm_90 compile report (scripts/compile_check.py): wgmma needs 64 rows per
     warpgroup, so BLOCK_M 16/32 swap A and B (weights on the M side) or they fall back to
-    mma.sync.  FP8 BLOCK_M stays at 64: at 128 the gate/up tile spilled 163 LDL/STL with one
-    256-wide accumulator; with separate gate and up accumulators it spills 9-12, which
+    mma.sync.  The Triton FP8 BLOCK_M stays at 64: at 128 the gate/up tile spilled 163 LDL/STL
+    with one 256-wide accumulator; with separate gate and up accumulators it spills 9-12, which
     `fusedmoe tune` may accept once it is measured faster."""
+    if gluon and fmt == "fp8_tensor" and takes_gluon_set(m * top_k, num_experts, inter):
+        return gluon_config_like(grouped_config(m, top_k, num_experts, hidden, inter, fmt), 128, 128)
     bm = grouped_block_m(m * top_k, num_experts, W4A8_BLOCK_M_SPREAD if fmt == "w4a8" else 0.0)
     swap = bm < 64
     warps = 4 if swap else 8
@@ -336,6 +353,13 @@ def grouped_config(m: int, top_k: int, num_experts: int, hidden: int, inter: int
     gate_up, down = Tile(64, 64, warps, 3, swap_ab=swap), Tile(128, 64, warps, 3, swap_ab=swap)
     return GroupedConfig(bm, gate_up, down, grouped_group_m(m * top_k, num_experts, bm),
                          grouped_promote_k(m, gate_up, down, fmt), tail_m=_heuristic_tail(m * top_k, num_experts, bm, fmt))
+
+
+def takes_gluon_set(num_routes: int, num_experts: int, inter: int) -> bool:
+    """Whether the heuristic serves fp8_tensor by the (128, 128) Gluon set: I and the routes per
+    expert at or past one of GLUON_HEURISTIC_RULES."""
+    rows_per_expert = even_rows_per_expert(num_routes, num_experts)
+    return any(inter >= i_min and rows_per_expert >= rows_min for i_min, rows_min in GLUON_HEURISTIC_RULES)
 
 
 def _heuristic_tail(num_routes: int, num_experts: int, block_m: int, fmt: str) -> int:
@@ -645,13 +669,14 @@ def served_config(path: str, entry_config: dict, m: int, fmt: str) -> GroupedCon
 
 @functools.lru_cache(maxsize=4096)
 def select_config(path: str, m: int, top_k: int, num_experts: int, hidden: int, inter: int, fmt: str,
-                  device_name: str, num_sms: int) -> GroupedConfig | RouteDirectConfig:
-    """Tiles for a call: the device's tuned table where it has this shape, else the heuristic."""
+                  device_name: str, num_sms: int, gluon: bool = False) -> GroupedConfig | RouteDirectConfig:
+    """Tiles for a call: the device's tuned table where it has this shape, else the heuristic
+    (``gluon``: the Gluon kernels run here, ``grouped_config``)."""
     cfg = tuned_config(path, device_name, m, top_k, num_experts, hidden, inter, fmt)
     if cfg is not None:
         return cfg
     if path == "grouped":
-        return grouped_config(m, top_k, num_experts, hidden, inter, fmt)
+        return grouped_config(m, top_k, num_experts, hidden, inter, fmt, gluon)
     return route_direct_config(m, top_k, num_experts, hidden, inter, fmt, num_sms)
 
 

@@ -38,6 +38,7 @@ import torch
 from . import policy
 from ._runtime import device_name, num_sms
 from .weights import A8_FORMATS, FORMATS, FP8_FORMATS
+from .paths.grouped import gluon_runs_on
 
 
 # Every candidate is checked against the float64 reference (first routing) before it is timed;
@@ -412,7 +413,8 @@ def _precompile(job) -> None:
     ids = torch.randint(0, e, (m, k), device=dev, dtype=torch.int32)
     tw = torch.rand(m, k, device=dev)
     # the tiles the tuning run starts from are those of the real shape (its table entry)
-    base = policy.select_config(path, m, k, shape.num_local_experts, h, i, fmt, device_name(dev), num_sms(dev))
+    base = policy.select_config(path, m, k, shape.num_local_experts, h, i, fmt, device_name(dev), num_sms(dev),
+                                gluon_runs_on(fmt, h, i, dev))
     for cfg in _configs_to_compile(base, path, fmt, fields, promote_rule(path, m, fmt))[first::stride]:
         if policy.legal(path, cfg, fmt):
             try:
@@ -477,7 +479,8 @@ def run(shapes, formats, tokens, paths, budget_s: float, out_dir: Path, force: b
                 break
             timer = _case_timer(shape, fmt, path, m, dev)
             start = policy.select_config(path, m, shape.top_k, shape.num_local_experts, shape.hidden_size,
-                                         shape.intermediate_size, fmt, dev_name, num_sms(dev))
+                                         shape.intermediate_size, fmt, dev_name, num_sms(dev),
+                                         gluon_runs_on(fmt, shape.hidden_size, shape.intermediate_size, dev))
             case = dict(path=path, shape=shape.name, format=fmt, tokens=m)
 
             def record(cfg, us, err, case=case, phase="descent"):

@@ -42,6 +42,36 @@ def test_route_direct_heuristic_follows_the_tuner_logs():
     assert (split.split_k, 6144 % split.block_k, (6144 // split.split_k) % split.block_k) == (4, 0, 0)
 
 
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_grouped_heuristic_takes_the_gluon_set_only_where_it_runs_and_the_rules_say(fmt):
+    # Where the Gluon kernels run (fp8_tensor on sm_90, grouped.gluon_runs: the ``gluon`` flag),
+    # the heuristic serves the (128, 128) Gluon set at I >= 1536 with >= 64 routes an expert and
+    # at I >= 512 with >= 256 (policy.GLUON_HEURISTIC_RULES; the forty-second and forty-third
+    # sessions' figures are there), walking the rows per weight tile its Triton tiles would.
+    from fusedmoe.paths import grouped
+
+    cases = [((512, 4, 16, 6144, 2688), True),       # DBRX TP4: 128 routes an expert
+             ((512, 2, 16, 4096, 6400), True),       # Phi-3.5-MoE: 64
+             ((256, 2, 16, 4096, 6400), False),      # 32
+             ((2048, 4, 60, 2048, 1408), False),     # Qwen1.5-MoE-A2.7B: 137, I < 1536
+             ((8192, 4, 60, 2048, 1408), True),      # 546
+             ((8192, 8, 128, 4096, 384), False),     # I < 512
+             ((8192, 8, 128, 4096, 192), False)]
+    for facts, want in cases:
+        heuristic = policy.grouped_config(*facts, fmt)
+        assert not heuristic.gluon                   # no Gluon without the flag
+        cfg = policy.grouped_config(*facts, fmt, gluon=True)
+        assert policy.legal("grouped", cfg, fmt)
+        if want and fmt == "fp8_tensor":
+            assert cfg == policy.gluon_config_like(heuristic, 128, 128)
+        else:
+            assert cfg == heuristic
+    # untabled shapes: select_config passes the flag on; off sm_90 (here) the Gluon kernels never run
+    facts = (512, 4, 16, 6144, 2688, fmt)
+    assert policy.select_config("grouped", *facts, "NVIDIA H200", 132, gluon=True).gluon == (fmt == "fp8_tensor")
+    assert not grouped.gluon_runs_on(fmt, 6144, 2688, torch.device("cpu"))
+
+
 @pytest.mark.parametrize("fmt", ["fp8_tensor", "fp8_block"])
 def test_grouped_heuristic_fp8_gate_up_64_columns_from_block_m_32(fmt):
     from fusedmoe.paths import grouped

@@ -53,17 +53,26 @@ def splits_quantisation(weights: ExpertWeights, config: GroupedConfig | None) ->
     return weights.is_a8 and config is not None and config.gate_up.block_n < quant.GROUP
 
 
-def uses_gluon(weights: ExpertWeights, config: GroupedConfig | None, device: torch.device, activation: str) -> bool:
-    """Whether ``config.gluon`` runs the Gluon kernels here: on sm_90, for fp8_tensor layers
-    they cover (SiLU, no biases, contiguous 16-byte-aligned weights, H and I multiples of 16
-    for TMA rows and 16-byte copies), not while torch.compile traces the call.  Elsewhere the
-    Triton kernels run the same tiles."""
+def gluon_runs_on(fmt: str, hidden: int, inter: int, device: torch.device, activation: str = "silu") -> bool:
+    """Whether the Gluon kernels run layers of these facts here: on sm_90, fp8_tensor, SiLU, H and
+    I multiples of 16 (TMA rows, 16-byte copies), not while torch.compile traces the call."""
+    return (fmt == "fp8_tensor" and is_sm90(device) and not torch.compiler.is_compiling() and activation == "silu"
+            and hidden % 16 == 0 and inter % 16 == 0)
+
+
+def gluon_runs(weights: ExpertWeights, device: torch.device, activation: str) -> bool:
+    """Whether the Gluon kernels run this layer here (``gluon_runs_on``; no biases, contiguous
+    16-byte-aligned weights)."""
     w13, w2 = weights.w13, weights.w2
-    return (config is not None and config.gluon and weights.format == "fp8_tensor" and is_sm90(device)
-            and not torch.compiler.is_compiling()
-            and activation == "silu" and weights.w13_bias is None and weights.w2_bias is None
-            and w13.is_contiguous() and w2.is_contiguous() and w13.data_ptr() % 16 == 0 and w2.data_ptr() % 16 == 0
-            and weights.hidden_size % 16 == 0 and weights.intermediate_size % 16 == 0)
+    return (gluon_runs_on(weights.format, weights.hidden_size, weights.intermediate_size, device, activation)
+            and weights.w13_bias is None and weights.w2_bias is None
+            and w13.is_contiguous() and w2.is_contiguous() and w13.data_ptr() % 16 == 0 and w2.data_ptr() % 16 == 0)
+
+
+def uses_gluon(weights: ExpertWeights, config: GroupedConfig | None, device: torch.device, activation: str) -> bool:
+    """Whether ``config.gluon`` runs the Gluon kernels here (``gluon_runs``).  Elsewhere the
+    Triton kernels run the same tiles (``policy.gluon_fallback``)."""
+    return config is not None and config.gluon and gluon_runs(weights, device, activation)
 
 
 def kernel_launches(m: int, top_k: int, weights: ExpertWeights, config: GroupedConfig | None = None,
