@@ -267,7 +267,8 @@ def _run(x, weights, topk_weights, topk_ids, expert_offset, n_global, shared_out
     topk_weights = topk_weights.contiguous()
     cfg = config or policy.select_config(chosen, m, k, weights.num_experts, weights.hidden_size,
                                          weights.intermediate_size, weights.format, device_name(x.device),
-                                         num_sms(x.device), grouped.gluon_runs(weights, x.device, activation))
+                                         num_sms(x.device), grouped.gluon_runs(weights, x.device, activation),
+                                         held_share=weights.num_experts / max(n_global, 1))
     if chosen == "route_direct":
         return route_direct.route_direct_moe(x, weights, topk_weights, topk_ids, out, shared_output,
                                              expert_offset, cfg, activation)

@@ -315,16 +315,17 @@ def tail_saving(rows_per_expert: float, block_m: int, tail_m: int) -> float:
 
 
 def grouped_config(m: int, top_k: int, num_experts: int, hidden: int, inter: int, fmt: str,
-                   gluon: bool = False) -> GroupedConfig:
+                   gluon: bool = False, held_share: float = 1.0) -> GroupedConfig:
     """Heuristic tiles of the grouped path; with ``gluon`` (the Gluon kernels run here:
-    ``grouped.gluon_runs``) the (128, 128) Gluon set where GLUON_HEURISTIC_RULES say.
+    ``grouped.gluon_runs``) the (128, 128) Gluon set where GLUON_HEURISTIC_RULES say, counting
+    held_share of the M * top_k routes (an expert-parallel rank's local / global experts).
 
     Read off the sm_90 compile report (scripts/compile_check.py): wgmma needs 64 rows per
     warpgroup, so BLOCK_M 16/32 swap A and B (weights on the M side) or they fall back to
     mma.sync.  The Triton FP8 BLOCK_M stays at 64: at 128 the gate/up tile spilled 163 LDL/STL
     with one 256-wide accumulator; with separate gate and up accumulators it spills 9-12, which
     `fusedmoe tune` may accept once it is measured faster."""
-    if gluon and fmt == "fp8_tensor" and takes_gluon_set(m * top_k, num_experts, inter):
+    if gluon and fmt == "fp8_tensor" and takes_gluon_set(m * top_k * held_share, num_experts, inter):
         return gluon_config_like(grouped_config(m, top_k, num_experts, hidden, inter, fmt), 128, 128)
     bm = grouped_block_m(m * top_k, num_experts, W4A8_BLOCK_M_SPREAD if fmt == "w4a8" else 0.0)
     swap = bm < 64
@@ -355,7 +356,7 @@ def grouped_config(m: int, top_k: int, num_experts: int, hidden: int, inter: int
                          grouped_promote_k(m, gate_up, down, fmt), tail_m=_heuristic_tail(m * top_k, num_experts, bm, fmt))
 
 
-def takes_gluon_set(num_routes: int, num_experts: int, inter: int) -> bool:
+def takes_gluon_set(num_routes: float, num_experts: int, inter: int) -> bool:
     """Whether the heuristic serves fp8_tensor by the (128, 128) Gluon set: I and the routes per
     expert at or past one of GLUON_HEURISTIC_RULES."""
     rows_per_expert = even_rows_per_expert(num_routes, num_experts)
@@ -669,14 +670,16 @@ def served_config(path: str, entry_config: dict, m: int, fmt: str) -> GroupedCon
 
 @functools.lru_cache(maxsize=4096)
 def select_config(path: str, m: int, top_k: int, num_experts: int, hidden: int, inter: int, fmt: str,
-                  device_name: str, num_sms: int, gluon: bool = False) -> GroupedConfig | RouteDirectConfig:
+                  device_name: str, num_sms: int, gluon: bool = False,
+                  held_share: float = 1.0) -> GroupedConfig | RouteDirectConfig:
     """Tiles for a call: the device's tuned table where it has this shape, else the heuristic
-    (``gluon``: the Gluon kernels run here, ``grouped_config``)."""
+    (``gluon``: the Gluon kernels run here; ``held_share``: the share of routes held here;
+    ``grouped_config``)."""
     cfg = tuned_config(path, device_name, m, top_k, num_experts, hidden, inter, fmt)
     if cfg is not None:
         return cfg
     if path == "grouped":
-        return grouped_config(m, top_k, num_experts, hidden, inter, fmt, gluon)
+        return grouped_config(m, top_k, num_experts, hidden, inter, fmt, gluon, held_share)
     return route_direct_config(m, top_k, num_experts, hidden, inter, fmt, num_sms)
 
 

@@ -66,6 +66,12 @@ def test_grouped_heuristic_takes_the_gluon_set_only_where_it_runs_and_the_rules_
             assert cfg == policy.gluon_config_like(heuristic, 128, 128)
         else:
             assert cfg == heuristic
+    # an expert-parallel rank holding 2 of DBRX TP4's 16 experts holds an eighth of the routes: at
+    # M=128 32 an expert, not the 256 that all M * top_k routes on 2 experts would give
+    ep = policy.grouped_config(128, 4, 2, 6144, 2688, fmt, gluon=True, held_share=2 / 16)
+    assert ep == policy.grouped_config(128, 4, 2, 6144, 2688, fmt) and not ep.gluon
+    at_512 = policy.grouped_config(512, 4, 2, 6144, 2688, fmt, gluon=True, held_share=2 / 16)   # 128 an expert
+    assert at_512.gluon == (fmt == "fp8_tensor")
     # untabled shapes: select_config passes the flag on; off sm_90 (here) the Gluon kernels never run
     facts = (512, 4, 16, 6144, 2688, fmt)
     assert policy.select_config("grouped", *facts, "NVIDIA H200", 132, gluon=True).gluon == (fmt == "fp8_tensor")
