@@ -265,10 +265,12 @@ def _run(x, weights, topk_weights, topk_ids, expert_offset, n_global, shared_out
     # launch, no extra graph node.
     topk_ids = topk_ids.contiguous()
     topk_weights = topk_weights.contiguous()
-    cfg = config or policy.select_config(chosen, m, k, weights.num_experts, weights.hidden_size,
-                                         weights.intermediate_size, weights.format, device_name(x.device),
-                                         num_sms(x.device), grouped.gluon_runs(weights, x.device, activation),
-                                         held_share=weights.num_experts / max(n_global, 1))
+    cfg = config
+    if cfg is None:  # the Gluon kernels' checks only where the heuristic may take them (a grouped call)
+        gluon = chosen == "grouped" and grouped.gluon_runs(weights, x.device, activation)
+        cfg = policy.select_config(chosen, m, k, weights.num_experts, weights.hidden_size, weights.intermediate_size,
+                                   weights.format, device_name(x.device), num_sms(x.device), gluon,
+                                   held_share=weights.num_experts / max(n_global, 1))
     if chosen == "route_direct":
         return route_direct.route_direct_moe(x, weights, topk_weights, topk_ids, out, shared_output,
                                              expert_offset, cfg, activation)

@@ -68,9 +68,10 @@ class GroupedConfig:
     ``paths/_grouped_gluon_kernels.py`` (TMA weights, async wgmma) with these tiles
     (``gluon_grouped_config``); elsewhere, and for layers they do not cover
     (``grouped.uses_gluon``), the Triton kernels run ``gluon_fallback``.  A tuner move; the
-    heuristic takes the (128, 128) set only where the Gluon kernels run (GLUON_HEURISTIC_RULES).  On the H200 the one-warpgroup set (BLOCK_M 64) ran 1.03-1.10x
-    the Triton tables' time on the PEERS shapes (tenth session); with the warp-specialised set
-    (128, twelfth) 11 fp8_tensor entries at M >= 512 run Gluon, 7 of them that set.
+    heuristic takes the (128, 128) set only where the Gluon kernels run (GLUON_HEURISTIC_RULES).
+    On the H200 the one-warpgroup set (BLOCK_M 64) ran 1.03-1.10x the Triton tables' time on the
+    PEERS shapes (tenth session); with the warp-specialised set (128, twelfth) 11 fp8_tensor
+    entries at M >= 512 run Gluon, 7 of them that set.
     tail_m (0, or 16 / 32 / 64 below block_m; the Triton kernels): a block holding at most
     tail_m routes (an expert's last block) runs a tile of tail_m rows, so its MMA is not padded
     to block_m rows.  At BLOCK_M 128 with 128 routes per expert on average (Mixtral M=512) the
