@@ -16,7 +16,7 @@ R=${R:-/tmp/r2}; LIMIT=${LIMIT:-560}; . scripts/call_setup.sh
 S=benchmarks/results/H200/2026-12-06-s43
 base_tree $S/pair_loads.patch
 (cd /tmp/base && PYTHONPATH=/tmp/base timeout 150 ncu --clock-control none --set full -k regex:gluon_grouped_ \
-  --launch-skip 2 --launch-count 2 --export $R/ncu_ws_m512 python $OLDPWD/$S/ncu_case.py served 512 \
+  --launch-skip 2 --launch-count 2 --export $R/ncu_ws_m512 python $OLDPWD/benchmarks/results/H200/2026-12-06-s41/ncu_case.py served 512 \
   > $R/ncu_ws_m512.log 2>&1); step "ncu rc $?"
 ncu --import $R/ncu_ws_m512.ncu-rep --page details > $R/ncu_ws_m512.txt 2>&1; step "ncu details rc $?"
 kernels() {  # kernels TREE PATH OUT_NAME (empty: warm-up) TIMEOUT
