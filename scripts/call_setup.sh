@@ -49,10 +49,10 @@ tune_and_ab() {
 # warps and under auto, on the committed kernels (a copy of the tree with PATCH taken off, /tmp/base)
 # and on this tree (PATCH applied: MARKER is in fusedmoe/_plan_kernels.py), in turn base, patch, patch,
 # base, after compiling all four in parallel; R/hist_<n>_<tree>, R/auto_<n>_<tree>
-# base_tree PATCH: /tmp/base, a copy of fusedmoe/ and scripts/ with PATCH (applied here) taken off
+# base_tree PATCH: /tmp/base, a copy of fusedmoe/ and scripts/ with PATCH (applied here) taken off (its tests/ hunks aside)
 base_tree() {
   local p=$PWD/$1
-  rm -rf /tmp/base; mkdir -p /tmp/base; cp -r fusedmoe scripts /tmp/base/; (cd /tmp/base && git apply -R $p)
+  rm -rf /tmp/base; mkdir -p /tmp/base; cp -r fusedmoe scripts /tmp/base/; (cd /tmp/base && git apply -R --exclude="tests/*" $p)
 }
 plan_patch_ab() {
   grep -q "$2" fusedmoe/_plan_kernels.py || { echo "$1 is not applied" > $R/error.txt; return 1; }
