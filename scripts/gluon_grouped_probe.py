@@ -16,7 +16,7 @@ GEMM with the grouped path's contract:
   scale and the expert scale apply at the end, then SwiGLU.  The output is fp32, requantised
   per 128 columns by ``quantize_rows``.
 
-    python scripts/gluon_grouped_probe.py [--gemm down,gate_up] [--group-m N] [--ws [--persistent]]
+    python scripts/gluon_grouped_probe.py [--gemm down,gate_up] [--group-m N] [--ws]
                                       # GPU: rel-L2 against fp64, graph-timed against Triton
     python scripts/gluon_grouped_probe.py --compile-only     # any machine: sm_90 SASS facts
 
@@ -42,11 +42,7 @@ import sys
 from pathlib import Path
 
 import triton
-from triton.experimental import gluon
-from triton.experimental.gluon import language as gl
-
-from fusedmoe.paths._grouped_gluon_kernels import (BLOCK_K, K_STEP, WS_CONSUMER_REGS, WS_LOADER_REGS, WS_MAXNREG,
-                                                  tile_desc, ws_down_consume, ws_fill_ring, ws_ring)
+from fusedmoe.paths._grouped_gluon_kernels import K_STEP, tile_desc
 
 # (E, top_k, H, I) of the grouped layers whose FP8 cases are slowest against vLLM, and one more.
 # one_expert at M=2048: the dense probe's products (fp8_pingpong_probe.py's mixtral_gate_up
@@ -54,103 +50,6 @@ from fusedmoe.paths._grouped_gluon_kernels import (BLOCK_K, K_STEP, WS_CONSUMER_
 SHAPES = {"mixtral_8x7b_tp2": (8, 2, 4096, 7168), "qwen3_30b_a3b": (128, 8, 2048, 768),
           "gpt_oss_120b_tp4": (128, 4, 2880, 720), "deepseek_v3_tp8": (256, 8, 7168, 256),
           "one_expert": (1, 1, 4096, 7168)}
-
-
-# ---- down, warp-specialised and persistent (--persistent; not in the library) ----
-# One program per SM walks the tiles pid, pid + P, ...: the producer warp fills the ring tile after
-# tile, so the next tile's loads run under the consumers' epilogue (y stores) of this one, and the
-# ring, barriers and registers are set up once per SM, not per tile.  The question: at short K
-# (Qwen3-30B I=768: 6 K steps per tile; GPT-OSS TP4 I=720) the per-tile kernel's prologue and
-# epilogue are exposed (twelfth session: slower than Triton there at 128 columns).  Tiles go
-# block-major (all N tiles of a block, then the next), without GROUP_M.
-
-
-@gluon.jit
-def _persistent_tile(t, num_n, block_expert_ptr, num_blocks_ptr):
-    """Tile t's (block, N tile, local expert: -1 past num_blocks or without a held route)."""
-    b = t // num_n
-    e = gl.load(block_expert_ptr + b, mask=b < gl.load(num_blocks_ptr), other=-1)
-    return b, t % num_n, e
-
-
-@gluon.jit
-def _persistent_down_walk(a_desc, w_desc, a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr,
-                          stride_y, ws_ptr, block_expert_ptr, num_blocks_ptr, H, I, num_n, num_tiles,
-                          ROLE: gl.constexpr):
-    """One partition's walk over this program's tiles, each at the ring position where the last
-    one ended: ROLE 2 the producer warp (``ws_fill_ring``), 0 and 1 the consumer warpgroups (the
-    library's per-tile consumer, ``ws_down_consume``)."""
-    BLOCK_N: gl.constexpr = w_smem.type.shape[1]
-    num_k = gl.cdiv(I, BLOCK_K)
-    step = 0
-    for t in range(gl.program_id(0), num_tiles, gl.num_programs(0)):
-        b, nt, e = _persistent_tile(t, num_n, block_expert_ptr, num_blocks_ptr)
-        if e >= 0:
-            if ROLE == 2:
-                ws_fill_ring(a_desc, w_desc, a_smem, w_smem, ready, empty, b * 128, e * H + nt * BLOCK_N, num_k, 0,
-                             1, step)
-            else:
-                ws_down_consume(a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr, stride_y,
-                                gl.load(ws_ptr + e), b * 128, nt * BLOCK_N, H, num_k, ROLE, step)
-            step += num_k
-
-
-@gluon.jit
-def _persistent_down_consumer0(a_desc, w_desc, a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr,
-                               stride_y, ws_ptr, block_expert_ptr, num_blocks_ptr, H, I, num_n, num_tiles):
-    _persistent_down_walk(a_desc, w_desc, a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr,
-                          stride_y, ws_ptr, block_expert_ptr, num_blocks_ptr, H, I, num_n, num_tiles, 0)
-
-
-@gluon.jit
-def _persistent_down_consumer1(a_desc, w_desc, a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr,
-                               stride_y, ws_ptr, block_expert_ptr, num_blocks_ptr, H, I, num_n, num_tiles):
-    _persistent_down_walk(a_desc, w_desc, a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr,
-                          stride_y, ws_ptr, block_expert_ptr, num_blocks_ptr, H, I, num_n, num_tiles, 1)
-
-
-@gluon.jit
-def _persistent_down_loader(a_desc, w_desc, a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr,
-                            stride_y, ws_ptr, block_expert_ptr, num_blocks_ptr, H, I, num_n, num_tiles):
-    _persistent_down_walk(a_desc, w_desc, a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr,
-                          stride_y, ws_ptr, block_expert_ptr, num_blocks_ptr, H, I, num_n, num_tiles, 2)
-
-
-@gluon.jit
-def persistent_down_ws_kernel(a_desc, as_ptr, w_desc, ws_ptr, routes_ptr, block_expert_ptr, num_blocks_ptr, y_ptr,
-                              H, I, stride_as, stride_y, num_tiles,
-                              STAGES: gl.constexpr, num_warps: gl.constexpr):
-    """``gluon_grouped_down_ws_kernel``'s y over num_tiles = blocks x N tiles, persistent (above)."""
-    gl.static_assert((a_desc.block_type.shape[0] == 128) & (num_warps == 4))
-    a_smem, w_smem, ready, empty = ws_ring(a_desc, w_desc, STAGES)
-    args = (a_desc, w_desc, a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr, stride_y, ws_ptr,
-            block_expert_ptr, num_blocks_ptr, H, I, gl.cdiv(H, w_desc.block_type.shape[0]), num_tiles)
-    gl.warp_specialize([(_persistent_down_consumer0, args), (_persistent_down_consumer1, args),
-                        (_persistent_down_loader, args)], [4, 1], [WS_CONSUMER_REGS, WS_LOADER_REGS])
-
-
-def compile_persistent(stages: int = 4) -> dict:
-    """``persistent_down_ws_kernel`` compiled for sm_90 here (no GPU): its SASS facts."""
-    from triton.backends.compiler import GPUTarget
-    from triton.experimental.gluon._runtime import GluonASTSource
-    sys.path.insert(0, str(Path(__file__).parent))
-    from compile_check import sass_facts
-    from fusedmoe.paths._grouped_gluon_kernels import tile_layout
-
-    sig = {"a_desc": f"tensordesc<fp8e4nv[128, {K_STEP}],{tile_layout(128)!r}>", "as_ptr": "*fp32",
-           "w_desc": f"tensordesc<fp8e4nv[256, {K_STEP}],{tile_layout(256)!r}>", "ws_ptr": "*fp32",
-           "routes_ptr": "*i32", "block_expert_ptr": "*i32", "num_blocks_ptr": "*i32", "y_ptr": "*bf16", "H": "i32",
-           "I": "i32", "stride_as": "i32", "stride_y": "i32", "num_tiles": "i32", "STAGES": "constexpr",
-           "num_warps": "constexpr"}
-    names = list(sig)
-    attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in names
-             if n.endswith("_ptr") or n in ("H", "I", "stride_y")}
-    src = GluonASTSource(persistent_down_ws_kernel, sig, dict(STAGES=stages, num_warps=4), attrs)
-    kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=4, maxnreg=WS_MAXNREG))
-    row = dict(gemm="down_persistent", stages=stages, **sass_facts(kernel.asm["cubin"]),
-               shared_bytes=kernel.metadata.shared)
-    print(row, flush=True)
-    return row
 
 
 def compile_only(gemm: str, group_m: int, block_m: int = 64) -> dict:
@@ -195,7 +94,7 @@ def _rel_l2(got, ref) -> float:
 
 def run_gpu(gemms: list[str], names: list[str], tokens: list[int], group_m: int | None,
             block_ms: tuple[int, ...] = (64,), ws_stages: int | None = None,
-            ws_down_n: int | None = None, persistent: bool = False) -> list[dict]:
+            ws_down_n: int | None = None) -> list[dict]:
     """Each case and GEMM: the Triton kernel with the config the policy serves, and the Gluon
     kernels at each of ``block_ms`` (``policy.gluon_grouped_config``'s tiles; 128: the
     warp-specialised kernels, rows "gluon_ws*") on the same inputs; rel-L2 against the fp64
@@ -205,8 +104,7 @@ def run_gpu(gemms: list[str], names: list[str], tokens: list[int], group_m: int 
     (Triton's requantisation launch where its gate/up tile is narrower than 128, the Gluon
     kernel's always); its rows "gluon_gemm" / "gluon_ws_gemm" time the gather and the Gluon
     GEMM alone (fp32 out).  ``ws_stages``: ring slots of the warp-specialised kernels instead of
-    the config's (32 KB each; up to 6 fit); ``ws_down_n``: their down tile's columns (128 or 256);
-    ``persistent``: also down by ``persistent_down_ws_kernel`` (row "gluon_ws_persistent")."""
+    the config's (32 KB each; up to 6 fit); ``ws_down_n``: their down tile's columns (128 or 256)."""
     import dataclasses
 
     import torch
@@ -262,10 +160,6 @@ def run_gpu(gemms: list[str], names: list[str], tokens: list[int], group_m: int 
                         calls[label], calls[label + "_gemm"] = (g_cfg, call[0]), (g_cfg, call[1])
                     else:
                         calls[label] = (g_cfg, call)
-                        if persistent and bm == 128:
-                            calls[label + "_persistent"] = (g_cfg, _gluon_call(
-                                gemm, plans[bm], a, a_s, tile_desc(w.view(-1, k_in), tile.block_n), ws, r, top_k,
-                                hidden, inter, g_cfg, persistent=True))
                 for impl, (c, (call, out_of)) in calls.items():
                     us = _graph_us(call)
                     err = _rel_l2(out_of(), ref)
@@ -353,12 +247,11 @@ def _route_order(plan_rows, plan, r: int):
     return out
 
 
-def _gluon_call(gemm, plan, a, a_s, w_desc, ws, r, top_k, hidden, inter, g_cfg, persistent=False):
+def _gluon_call(gemm, plan, a, a_s, w_desc, ws, r, top_k, hidden, inter, g_cfg):
     """(launch, output in route order) of the Gluon kernel of ``g_cfg`` (``grouped.gluon_kernels``:
     at BLOCK_M 128 the warp-specialised one), launched as ``grouped._gluon_gemms`` does; for gate/up ((gather +
     GEMM + requantisation, output), (gather + GEMM, its fp32 output)).  down's input is put in
-    plan order before (gate/up's output is, in the library).  ``persistent``: down by
-    ``persistent_down_ws_kernel`` (BLOCK_M 128), one program per SM."""
+    plan order before (gate/up's output is, in the library)."""
     import torch
 
     from fusedmoe.paths.grouped import gather_plan_rows, gluon_kernels
@@ -372,14 +265,8 @@ def _gluon_call(gemm, plan, a, a_s, w_desc, ws, r, top_k, hidden, inter, g_cfg, 
         a_desc = tile_desc(_plan_order(a, plan), bm)
 
         tiles = grid * triton.cdiv(hidden, g_cfg.down.block_n)
-        sms = torch.cuda.get_device_properties(a.device).multi_processor_count
 
         def call():
-            if persistent:
-                persistent_down_ws_kernel[(min(tiles, sms),)](
-                    a_desc, as_plan, w_desc, ws, plan.sorted_routes, plan.block_expert, plan.num_blocks, y, hidden,
-                    inter, as_plan.stride(0), y.stride(0), tiles, STAGES=g_cfg.down.num_stages, **launch)
-                return
             down_kernel[(tiles,)](
                 a_desc, as_plan, w_desc, ws, plan.sorted_routes, plan.block_expert, plan.num_blocks, y, hidden, inter,
                 as_plan.stride(0), y.stride(0), GROUP_M=g_cfg.group_m, STAGES=g_cfg.down.num_stages, **launch)
@@ -389,9 +276,13 @@ def _gluon_call(gemm, plan, a, a_s, w_desc, ws, r, top_k, hidden, inter, g_cfg, 
 
     def gemm_only():
         x_plan, xs_plan = gather_plan_rows(a, a_s, plan, top_k)
+        # the warp-specialised kernel also reads the plan's routes (empty upper halves) and takes
+        # an acts pointer, unused at 64-column tiles (fp32 act), as grouped._gluon_gemms passes them
+        ws_args = ((plan.sorted_routes, plan.block_expert, plan.num_blocks, act, act, hidden, inter, act.stride(0), 0)
+                   if bm == 128 else (plan.block_expert, plan.num_blocks, act, hidden, inter, act.stride(0)))
         gate_up_kernel[(grid * triton.cdiv(inter, g_cfg.gate_up.block_n),)](
-            tile_desc(x_plan, bm), xs_plan, w_desc, ws, plan.block_expert, plan.num_blocks, act, hidden, inter,
-            act.stride(0), GROUP_M=g_cfg.group_m, STAGES=g_cfg.gate_up.num_stages, **launch)
+            tile_desc(x_plan, bm), xs_plan, w_desc, ws, *ws_args, GROUP_M=g_cfg.group_m,
+            STAGES=g_cfg.gate_up.num_stages, **launch)
 
     def with_requant():
         gemm_only()
@@ -422,19 +313,15 @@ def main(argv: list[str]) -> int:
                     help="also the warp-specialised kernels (BLOCK_M 128: gluon_grouped_*_ws_kernel)")
     ap.add_argument("--ws-stages", type=int, help="ring slots of the warp-specialised kernels (default: the config's)")
     ap.add_argument("--ws-down-n", type=int, choices=(128, 256), help="columns of the warp-specialised down tile")
-    ap.add_argument("--persistent", action="store_true",
-                    help="with --ws: also down by persistent_down_ws_kernel (one program per SM)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     gemms = args.gemm.split(",")
     block_ms = (64, 128) if args.ws else (64,)
     if args.compile_only:
         rows = [compile_only(g, group, bm) for g in gemms for group in (1, 8) for bm in block_ms]
-        if args.persistent:
-            rows.append(compile_persistent())
     else:
         rows = run_gpu(gemms, args.shapes.split(","), [int(t) for t in args.tokens.split(",")], args.group_m,
-                       block_ms, args.ws_stages, args.ws_down_n, args.persistent)
+                       block_ms, args.ws_stages, args.ws_down_n)
     if args.out:
         args.out.write_text(json.dumps(rows, indent=1) + "\n")
     return 0

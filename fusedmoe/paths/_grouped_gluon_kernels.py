@@ -334,16 +334,14 @@ def ws_ring(a_desc, b_desc, STAGES: gl.constexpr, B_TILES: gl.constexpr = 1):
 
 @gluon.jit
 def ws_fill_ring(a_desc, b_desc, a_smem, b_smem, ready, empty, a_row0, b_row0, num_k, b_row_step=0,
-                 B_TILES: gl.constexpr = 1, step0=0):
+                 B_TILES: gl.constexpr = 1):
     """A producer warp's loop: each K step's A tile (rows a_row0..) and B tiles (tile j at rows
     b_row0 + j * b_row_step..) by TMA into the ring, into a slot once its consumers have
-    released it (``empty``), arriving on ``ready``; the ring's step ``step0`` (its slot and
-    phase) takes K step 0, for a program that fills it tile after tile."""
+    released it (``empty``), arriving on ``ready``."""
     STAGES: gl.constexpr = a_smem.type.shape[0]
     for k in range(num_k):
-        q = step0 + k
-        s = q % STAGES
-        mbarrier.wait(empty.index(s), ((q // STAGES) & 1) ^ 1)  # a fresh barrier passes phase 1 at once
+        s = k % STAGES
+        mbarrier.wait(empty.index(s), ((k // STAGES) & 1) ^ 1)  # a fresh barrier passes phase 1 at once
         mbarrier.expect(ready.index(s), a_desc.block_type.nbytes + B_TILES * b_desc.block_type.nbytes)
         tma.async_copy_global_to_shared(a_desc, [a_row0, k * BLOCK_K], ready.index(s), a_smem.index(s))
         for j in gl.static_range(B_TILES):
@@ -397,11 +395,10 @@ def ws_partial(a, w_slot, j: gl.constexpr, SUB_N: gl.constexpr, layout: gl.const
 
 @gluon.jit
 def ws_down_consume(a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr, y_ptr, stride_y, ws_scale,
-                    a_row0, col0, H, num_k, WG: gl.constexpr, step0=0):
+                    a_row0, col0, H, num_k, WG: gl.constexpr):
     """Consumer warpgroup WG: plan rows a_row0 + WG*64 .. +64, each K step's partial promoted
     with the rows' activation scale for the step (loaded two steps ahead), then y in route order.
-    A W2 tile of 256 rows runs as two sub-tiles of 128, one partial alive at a time.  K step 0
-    is the ring's step ``step0`` (``ws_fill_ring``)."""
+    A W2 tile of 256 rows runs as two sub-tiles of 128, one partial alive at a time."""
     STAGES: gl.constexpr = a_smem.type.shape[0]
     BLOCK_N: gl.constexpr = w_smem.type.shape[1]
     SUB_N: gl.constexpr = min(BLOCK_N, 128)
@@ -414,9 +411,8 @@ def ws_down_consume(a_smem, w_smem, ready, empty, as_ptr, stride_as, routes_ptr,
     step_scale = gl.load(scale_row)
     following_scale = gl.load(scale_row + 1, mask=1 < num_k, other=0.0)
     for k in range(num_k):
-        q = step0 + k
-        s = q % STAGES
-        mbarrier.wait(ready.index(s), (q // STAGES) & 1)
+        s = k % STAGES
+        mbarrier.wait(ready.index(s), (k // STAGES) & 1)
         a = a_smem.index(s).slice(WG * 64, 64)
         ahead_scale = gl.load(scale_row + k + 2, mask=k + 2 < num_k, other=0.0)
         part = ws_partial(a, w_smem.index(s), 0, SUB_N, mma)
