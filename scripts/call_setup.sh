@@ -70,3 +70,22 @@ plan_patch_ab() {
     run_plan $t "" auto_${n}_$tag 40; step "auto $n $tag rc $?"
   done
 }
+# mixtral_kernels TREE PATH OUT_NAME (empty: warm-up) TIMEOUT [SCRIPT]: bench.kernels (or SCRIPT) on
+# TREE at Mixtral TP2 / Mixtral-8x7B fp8_tensor M 512 / 2048 with --path PATH, into R/OUT_NAME
+mixtral_kernels() {
+  (cd $1 && PYTHONPATH=$1 timeout $4 python ${5:--m fusedmoe.bench.kernels} --shape mixtral_8x7b_tp2,mixtral_8x7b \
+    --formats fp8_tensor --tokens 512,2048 --path $2 ${3:+--out $R/$3} > $R/${3:-warm_$RANDOM}.log 2>&1)
+}
+# gluon_ab TAG: /tmp/base (base_tree) and this tree compiled in parallel (mixtral_kernels, auto) beside
+# the GPU tests of the Gluon configs, then timed in turn base, patch, patch, base (R/TAG_<n>_<tree>)
+gluon_ab() {
+  local pids=() n=0 t tag
+  for t in /tmp/base $PWD; do mixtral_kernels $t auto "" 200 & pids+=($!); done
+  timeout 200 python -m pytest -q tests/test_fused_moe.py -k "gluon" > $R/tests.log 2>&1
+  step "tests rc $?"
+  wait "${pids[@]}"; step "compiled"
+  for t in /tmp/base $PWD $PWD /tmp/base; do
+    n=$((n+1)); tag=$([ $t = /tmp/base ] && echo base || echo patch)
+    mixtral_kernels $t auto $1_${n}_$tag 60; step "$1 $n $tag rc $?"
+  done
+}

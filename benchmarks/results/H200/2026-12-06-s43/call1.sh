@@ -14,21 +14,8 @@
 R=${R:-/tmp/r1}; LIMIT=${LIMIT:-540}; . scripts/call_setup.sh
 S=benchmarks/results/H200/2026-12-06-s43
 base_tree $S/tail_a_rows.patch
-kernels() {  # kernels TREE PATH OUT_NAME (empty: warm-up) TIMEOUT [SCRIPT]
-  (cd $1 && PYTHONPATH=$1 timeout $4 python ${5:--m fusedmoe.bench.kernels} --shape mixtral_8x7b_tp2,mixtral_8x7b \
-    --formats fp8_tensor --tokens 512,2048 --path $2 ${3:+--out $R/$3} > $R/${3:-warm_$RANDOM}.log 2>&1)
-}
-pids=()
-for t in /tmp/base $PWD; do kernels $t auto "" 200 & pids+=($!); done
-timeout 200 python -m pytest -q tests/test_fused_moe.py -k "gluon" > $R/tests.log 2>&1
-step "tests rc $?"
-wait "${pids[@]}"; step "compiled"
-n=0
-for t in /tmp/base $PWD $PWD /tmp/base; do
-  n=$((n+1)); tag=$([ $t = /tmp/base ] && echo base || echo patch)
-  kernels $t auto tail_${n}_$tag 60; step "tail $n $tag rc $?"
-done
+gluon_ab tail
 for d in 128 256; do
-  export DOWN_N=$d; kernels $PWD grouped_gluon_ws_q down_n$d 90 $S/down_n.py; step "down_n $d rc $?"
+  export DOWN_N=$d; mixtral_kernels $PWD grouped_gluon_ws_q down_n$d 90 $S/down_n.py; step "down_n $d rc $?"
 done
 finish

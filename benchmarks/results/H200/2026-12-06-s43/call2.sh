@@ -19,20 +19,7 @@ base_tree $S/pair_loads.patch
   --launch-skip 2 --launch-count 2 --export $R/ncu_ws_m512 python $OLDPWD/benchmarks/results/H200/2026-12-06-s41/ncu_case.py served 512 \
   > $R/ncu_ws_m512.log 2>&1); step "ncu rc $?"
 ncu --import $R/ncu_ws_m512.ncu-rep --page details > $R/ncu_ws_m512.txt 2>&1; step "ncu details rc $?"
-kernels() {  # kernels TREE PATH OUT_NAME (empty: warm-up) TIMEOUT
-  (cd $1 && PYTHONPATH=$1 timeout $4 python -m fusedmoe.bench.kernels --shape mixtral_8x7b_tp2,mixtral_8x7b \
-    --formats fp8_tensor --tokens 512,2048 --path $2 ${3:+--out $R/$3} > $R/${3:-warm_$RANDOM}.log 2>&1)
-}
-pids=()
-for t in /tmp/base $PWD; do kernels $t auto "" 200 & pids+=($!); done
-timeout 200 python -m pytest -q tests/test_fused_moe.py -k "gluon" > $R/tests.log 2>&1
-step "tests rc $?"
-wait "${pids[@]}"; step "compiled"
-n=0
-for t in /tmp/base $PWD $PWD /tmp/base; do
-  n=$((n+1)); tag=$([ $t = /tmp/base ] && echo base || echo patch)
-  kernels $t auto pair_${n}_$tag 60; step "pair $n $tag rc $?"
-done
+gluon_ab pair
 for sh in benchmarks/results/H200/2026-12-06-s42/shapes/*; do
   for p in grouped_gluon_ws_q auto; do  # one shape at a time, so a call cut short still brings whole shapes back
     n=$(basename $sh)_${p#grouped_gluon_}
