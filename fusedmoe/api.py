@@ -46,16 +46,20 @@ def choose_path(m: int, top_k: int, weights: ExpertWeights, device: torch.device
                               weights.format, num_sms(dev))
 
 
-def describe_dispatch(m: int, top_k: int, weights: ExpertWeights, device: torch.device | None = None) -> str:
-    """One line: the path "auto" takes, its tiles, where they come from, and its kernel launches."""
+def describe_dispatch(m: int, top_k: int, weights: ExpertWeights, device: torch.device | None = None,
+                      activation: str = "silu", num_experts: int | None = None) -> str:
+    """One line: the path "auto" takes, its tiles, where they come from, and its kernel launches,
+    as ``fused_moe`` serves them for this activation and ``num_experts`` global experts (default:
+    the weights' own, no expert parallelism)."""
     dev = device if device is not None else weights.device
     path = choose_path(m, top_k, weights, dev)
     shape = (m, top_k, weights.num_experts, weights.hidden_size, weights.intermediate_size, weights.format)
     tuned = policy.tuned_config(path, device_name(dev), *shape)
-    cfg = tuned or policy.select_config(path, *shape, device_name(dev), num_sms(dev),
-                                        grouped.gluon_runs(weights, dev, "silu"))
-    launches = (route_direct.KERNEL_LAUNCHES if path == "route_direct" else
-                grouped.kernel_launches(m, top_k, weights, cfg, gluon=grouped.uses_gluon(weights, cfg, dev, "silu")))
+    gluon = path == "grouped" and grouped.gluon_runs(weights, dev, activation)
+    cfg = tuned or policy.select_config(path, *shape, device_name(dev), num_sms(dev), gluon,
+                                        held_share=weights.num_experts / max(num_experts or weights.num_experts, 1))
+    launches = (route_direct.KERNEL_LAUNCHES if path == "route_direct" else grouped.kernel_launches(
+        m, top_k, weights, cfg, gluon=grouped.uses_gluon(weights, cfg, dev, activation)))
     tiles = ", ".join(f"{f.name}={getattr(cfg, f.name)}" for f in dataclasses.fields(cfg)
                       if not isinstance(getattr(cfg, f.name), policy.Tile))
     for name in ("gate_up", "down"):

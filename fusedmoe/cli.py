@@ -157,7 +157,8 @@ def cmd_info(args: argparse.Namespace) -> int:
         for f in formats:
             print(f"  {f}: what fused_moe(path='auto') runs")
             for m in tokens:
-                print(f"  {m:>6}  {api.describe_dispatch(m, shape.top_k, weights[f], device)}")
+                line = api.describe_dispatch(m, shape.top_k, weights[f], device, shape.activation, shape.num_experts)
+                print(f"  {m:>6}  {line}")
     return 0
 
 

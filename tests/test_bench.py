@@ -257,6 +257,24 @@ def test_info_lists_the_chosen_paths(capsys, api):
     assert all("launches" in " ".join(r) and "json=" not in " ".join(r) for r in rows)  # the config's fields only
 
 
+def test_info_describes_what_fused_moe_serves(monkeypatch, api):
+    # The dispatch line takes the layer's activation and expert-parallel share as fused_moe does:
+    # where the Gluon kernels could run (sm_90 faked here), an untabled DBRX-TP4-like fp8_tensor
+    # layer at M=512 (128 routes an expert) gets the Gluon set under SiLU only, and not on a rank
+    # holding 16 of 128 experts (16 routes an expert).
+    from fusedmoe.cli import _meta_weights as mw
+    from fusedmoe.paths import grouped
+    from fusedmoe.shapes import MoEShape
+
+    monkeypatch.setattr(grouped, "is_sm90", lambda device: True)
+    shape = MoEShape(name="dbrx_like", num_experts=16, top_k=4, hidden_size=6144, intermediate_size=2688)
+    w, dev = mw(shape, "fp8_tensor"), torch.device("cpu")
+    assert api.choose_path(512, 4, w, dev) == "grouped"
+    assert "gluon=True" in api.describe_dispatch(512, 4, w, dev)
+    assert "gluon=False" in api.describe_dispatch(512, 4, w, dev, activation="swiglu_oai")
+    assert "gluon=False" in api.describe_dispatch(512, 4, w, dev, num_experts=128)
+
+
 def _meta_weights():
     from fusedmoe.cli import _meta_weights as mw
     from fusedmoe.shapes import PRESETS
