@@ -69,9 +69,3 @@ def check_choice(name: str, v: object, choices: Sequence[str]) -> str:
     if v not in choices:
         raise ValueError(f"{name}: expected one of {list(choices)}, got {v!r}")
     return v  # type: ignore[return-value]
-
-
-def same_device(name: str, t: torch.Tensor, ref: torch.Tensor, ref_name: str) -> None:
-    """Raise if ``t`` is not on the same device as ``ref``."""
-    if t.device != ref.device:
-        raise ValueError(f"{name}: expected a tensor on {ref.device} (the device of {ref_name}), got {t.device}")
