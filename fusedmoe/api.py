@@ -53,11 +53,9 @@ def describe_dispatch(m: int, top_k: int, weights: ExpertWeights, device: torch.
     the weights' own, no expert parallelism)."""
     dev = device if device is not None else weights.device
     path = choose_path(m, top_k, weights, dev)
-    shape = (m, top_k, weights.num_experts, weights.hidden_size, weights.intermediate_size, weights.format)
-    tuned = policy.tuned_config(path, device_name(dev), *shape)
-    gluon = path == "grouped" and grouped.gluon_runs(weights, dev, activation)
-    cfg = tuned or policy.select_config(path, *shape, device_name(dev), num_sms(dev), gluon,
-                                        held_share=weights.num_experts / max(num_experts or weights.num_experts, 1))
+    tuned = policy.tuned_config(path, device_name(dev), m, top_k, weights.num_experts, weights.hidden_size,
+                                weights.intermediate_size, weights.format)
+    cfg = _served_config(path, m, top_k, weights, dev, activation, num_experts or weights.num_experts)
     launches = (route_direct.KERNEL_LAUNCHES if path == "route_direct" else grouped.kernel_launches(
         m, top_k, weights, cfg, gluon=grouped.uses_gluon(weights, cfg, dev, activation)))
     tiles = ", ".join(f"{f.name}={getattr(cfg, f.name)}" for f in dataclasses.fields(cfg)
@@ -236,6 +234,17 @@ def fused_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Tenso
                 activation)
 
 
+def _served_config(path: str, m: int, top_k: int, weights: ExpertWeights, device: torch.device, activation: str,
+                   num_experts: int) -> policy.GroupedConfig | policy.RouteDirectConfig:
+    """The tiles ``path`` runs with no config given: the device's tuned table, else the heuristic,
+    for this activation and the share of ``num_experts`` global experts the weights hold (the Gluon
+    kernels' checks only where the heuristic may take them: a grouped call)."""
+    gluon = path == "grouped" and grouped.gluon_runs(weights, device, activation)
+    return policy.select_config(path, m, top_k, weights.num_experts, weights.hidden_size, weights.intermediate_size,
+                                weights.format, device_name(device), num_sms(device), gluon,
+                                held_share=weights.num_experts / max(num_experts, 1))
+
+
 def _interpreter_bf16(x: torch.Tensor, weights: ExpertWeights) -> bool:
     """True (with a warning) for bf16 weights in Triton's interpreter, whose bf16 arithmetic is
     wrong (triton-lang/triton#11584: rel-L2 1e11 and worse here): the torch reference runs instead."""
@@ -269,12 +278,7 @@ def _run(x, weights, topk_weights, topk_ids, expert_offset, n_global, shared_out
     # launch, no extra graph node.
     topk_ids = topk_ids.contiguous()
     topk_weights = topk_weights.contiguous()
-    cfg = config
-    if cfg is None:  # the Gluon kernels' checks only where the heuristic may take them (a grouped call)
-        gluon = chosen == "grouped" and grouped.gluon_runs(weights, x.device, activation)
-        cfg = policy.select_config(chosen, m, k, weights.num_experts, weights.hidden_size, weights.intermediate_size,
-                                   weights.format, device_name(x.device), num_sms(x.device), gluon,
-                                   held_share=weights.num_experts / max(n_global, 1))
+    cfg = config if config is not None else _served_config(chosen, m, k, weights, x.device, activation, n_global)
     if chosen == "route_direct":
         return route_direct.route_direct_moe(x, weights, topk_weights, topk_ids, out, shared_output,
                                              expert_offset, cfg, activation)
