@@ -18,5 +18,5 @@ n=0
 for v in ${ORDER:-bauto btiled tiled lb lb8w lb8w lb tiled btiled bauto}; do
   n=$((n+1)); run_v $v p${n}_$v 60; step "pass $n $v rc $?"
 done
-python $PWD/$S/summarize_ab.py $R > $R/summary.md 2>&1
+python $PWD/benchmarks/results/H200/2026-12-07-s47/summarize.py $R > $R/summary.md 2>&1
 finish
