@@ -241,6 +241,37 @@ def _tile_hits(ids_ptr, stride_t, stride_j, top_k, num_routes, expert_lo, num_lo
 
 
 @triton.jit
+def _popcount32(x):
+    """Set bits of each 32-bit lane of the uint32 tensor x, as int32 (SWAR, no intrinsic: the
+    interpreter runs it too)."""
+    x = x - ((x >> 1) & 0x55555555)
+    x = (x & 0x33333333) + ((x >> 2) & 0x33333333)
+    x = (x + (x >> 4)) & 0x0F0F0F0F
+    return ((x * 0x01010101) >> 24).to(tl.int32)
+
+
+@triton.jit
+def _rank_along_routes(hits, E_TILE: tl.constexpr, R_PAD: tl.constexpr):
+    """[E_TILE, R_PAD] int32: at each hit (``hits`` 0/1), the hits before it along the routes (its
+    rank; other positions hold any value).  For one expert and 32+ routes in two levels: rows of
+    32 routes packed into bit masks (a sum of distinct bits), the rank within a row a popcount of
+    the mask below the position, plus the exclusive cumsum of the rows' popcounts.  On an H100 (forty-eighth session) that took
+    the tiled path 0.1-0.2 us less than a tl.cumsum along the routes at 512-2048 routes over
+    64-256 experts (3.88 -> 3.67 us at 2048 x 256), and 0.9-3.5 us more in tiles of 2+ experts."""
+    if E_TILE == 1 and R_PAD >= 32:
+        W: tl.constexpr = 32
+        rows = tl.reshape(hits, [R_PAD // W, W]).to(tl.uint32)
+        k = tl.arange(0, W).to(tl.uint32)
+        masks = tl.sum(rows << k[None, :], axis=1)
+        below = (tl.full([W], 1, tl.uint32) << k) - 1
+        within = _popcount32(masks[:, None] & below[None, :])
+        row_sums = _popcount32(masks)
+        return tl.reshape(within + (tl.cumsum(row_sums, 0) - row_sums)[:, None], [E_TILE, R_PAD])
+    else:
+        return tl.cumsum(hits, axis=1) - 1
+
+
+@triton.jit
 def _plan_tile_count_kernel(
     ids_ptr, stride_t, stride_j, top_k, num_routes, expert_lo, num_local, counts_ptr,
     E_TILE: tl.constexpr, R_PAD: tl.constexpr, PDL: tl.constexpr = False,
@@ -264,7 +295,7 @@ def _plan_tile_scatter_kernel(
     """Tiled path, launch 2, the same expert tiles: the tile's segments of the plan.
 
     Before waiting for launch 1 (PDL; then it lets the next grid launch): the hits of the tile's experts and each hit's rank among
-    its expert's routes (a cumsum along the routes: ascending r).  After: blocks[e] =
+    its expert's routes (``_rank_along_routes``: ascending r).  After: blocks[e] =
     cdiv(counts[e], BLOCK_M) over all experts (launch 1's counts), the tile's first block =
     sum of blocks below it, bstart[e] = that + the exclusive cumsum within the tile.  Route r,
     rank q on expert e goes to bstart[e] * BLOCK_M + q; the rest of each segment is -1 and
@@ -275,7 +306,7 @@ def _plan_tile_scatter_kernel(
     progs = tl.num_programs(0)
     e, r, hit = _tile_hits(ids_ptr, stride_t, stride_j, top_k, num_routes, expert_lo, num_local, E_TILE, R_PAD)
     hits = hit.to(tl.int32)
-    rank = tl.cumsum(hits, axis=1) - 1
+    rank = _rank_along_routes(hits, E_TILE, R_PAD)
     count = tl.sum(hits, axis=1)
     pdl_enter(PDL)
     ea = tl.arange(0, E_PAD)

@@ -80,7 +80,15 @@ session, ``2026-12-06-s39/``, H100) recount programs of 16 or 32 warps (0.1-1.0 
 by histogram, 0.1-0.5 and 0.7-1.1 by atomics) and a second histogram over the half of the routes on
 the far side of the chunk, loaded again (0.12-0.32 us slower to 256 experts), and (fortieth session,
 ``2026-12-06-s40/``, H100) that half split from the one load in registers (0.07-0.28 us slower) and both
-counts in one histogram of 2 * E_BINS bins (no change at 64 experts, 0.08-0.75 us slower at 128-256).
+counts in one histogram of 2 * E_BINS bins (no change at 64 experts, 0.08-0.75 us slower at 128-256),
+and (forty-eighth session, ``2026-12-07-s48/``, H100) a one-launch "look-back" over expert tiles (each
+tile's block count passed to the later tiles in hashed words of scratch: 1.29-3.49x auto's time), a
+two-launch "chunked" plan (counts and per-route chunk bases over expert tiles, then chunks of 32
+routes ranking and scattering: 4.2 against 4.7-4.9 us at 2048 x 512, 1.0-1.8x auto elsewhere; the
+two-launch forms take 3.2-3.3 us at 2048 routes however few the experts) and the tiled rank by a
+product with a triangular matrix on the tensor cores (up to 8.8 us at 2048 x 256).  The tiled
+scatter ranks one-expert tiles by bit masks since then (``_rank_along_routes``: 2048 x 256 3.88 ->
+3.67 us on that H100, in turn with the committed kernel).
 """
 
 from __future__ import annotations

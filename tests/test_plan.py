@@ -255,6 +255,18 @@ def test_block_m_and_dtype(block_m, dtype):
     _check(ids, 33, block_m, no_permute=True)
 
 
+@pytest.mark.parametrize("routes, experts", [(5, 3), (31, 4), (32, 2), (33, 5), (200, 6), (512, 3)])
+def test_tiled_one_expert_tiles(routes, experts):
+    """Tiles of one expert rank their routes by bit masks of 32 routes (from 32 routes), not a cumsum:
+    rows whole and cut, a skewed expert (its routes across many rows), -1 and out-of-window ids."""
+    ids = _ids(routes, 1, experts).reshape(-1, 1)
+    ids[::3] = 0  # one expert takes a third of the routes
+    ids[1::7] = -1
+    for block_m in (1, 16):
+        _check(ids, experts, block_m, path="tiled", e_tile=1)
+    _check(ids, experts + 4, 16, path="tiled", e_tile=1, expert_offset=2, num_local_experts=experts - 1)
+
+
 # ---------------------------------------------------------------------------------------------
 # the parallel path at small shapes: small chunks / expert tiles exercise every loop and carry
 
