@@ -255,9 +255,10 @@ def _rank_along_routes(hits, E_TILE: tl.constexpr, R_PAD: tl.constexpr):
     """[E_TILE, R_PAD] int32: at each hit (``hits`` 0/1), the hits before it along the routes (its
     rank; other positions hold any value).  For one expert and 32+ routes in two levels: rows of
     32 routes packed into bit masks (a sum of distinct bits), the rank within a row a popcount of
-    the mask below the position, plus the exclusive cumsum of the rows' popcounts.  On an H100 (forty-eighth session) that took
-    the tiled path 0.1-0.2 us less than a tl.cumsum along the routes at 512-2048 routes over
-    64-256 experts (3.88 -> 3.67 us at 2048 x 256), and 0.9-3.5 us more in tiles of 2+ experts."""
+    the mask below the position, plus the exclusive cumsum of the rows' popcounts.  On an H100
+    (forty-eighth session) that took the tiled path 0.1-0.2 us less than a tl.cumsum along the
+    routes at 512-2048 routes over 8-256 experts (3.88 -> 3.67 us at 2048 x 256), and 0.9-3.5 us
+    more in tiles of 2+ experts."""
     if E_TILE == 1 and R_PAD >= 32:
         W: tl.constexpr = 32
         rows = tl.reshape(hits, [R_PAD // W, W]).to(tl.uint32)

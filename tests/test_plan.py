@@ -259,7 +259,7 @@ def test_block_m_and_dtype(block_m, dtype):
 def test_tiled_one_expert_tiles(routes, experts):
     """Tiles of one expert rank their routes by bit masks of 32 routes (from 32 routes), not a cumsum:
     rows whole and cut, a skewed expert (its routes across many rows), -1 and out-of-window ids."""
-    ids = _ids(routes, 1, experts).reshape(-1, 1)
+    ids = _ids(routes, 1, experts)
     ids[::3] = 0  # one expert takes a third of the routes
     ids[1::7] = -1
     for block_m in (1, 16):
