@@ -515,7 +515,7 @@ ROUTE_DIRECT_MAX_TOKENS = 16
 # routes per active expert: (M <= 8 or at most SMALL_LIMIT_MAX_ROUTES routes, other 8 < M <= 16)
 ROUTE_DIRECT_MAX_SHARING = {"16bit": (2.0, 1.3), "fp8": (1.6, 1.4)}
 SMALL_LIMIT_MAX_ROUTES = 16  # top-1 layers up to M=16
-ROUTE_DIRECT_MAX_BYTES = 1.5e9  # FP8 active weight bytes at 8 < M <= 16
+ROUTE_DIRECT_MAX_BYTES = 1.5e9  # FP8 active weight bytes at M > 8
 # w4a8 (FP4 weights) has limits of its own (2026-12-04-s28/call1: both paths forced, M 1..64, on
 # the five PEERS shapes and the three top-1 layers; the three held-out shapes checked the rule).
 # Its grouped GEMMs decode FP4 in the MMA loop and run at 1.7-2.5x FP8's time, with 50-140 us at
@@ -529,6 +529,28 @@ ROUTE_DIRECT_MAX_BYTES = 1.5e9  # FP8 active weight bytes at 8 < M <= 16
 # limits took 1.129x / 1.078x (at most 2.73x).  The FP8 byte bound above still applies at M > 8.
 W4A8_ROUTE_DIRECT_MAX_TOKENS = 64
 W4A8_ROUTE_DIRECT_MAX_SHARING = 2.4
+# FP8 layers of small experts (e4m3 weights of at most FP8_SMALL_EXPERT_BYTES an expert, 3 * H * I)
+# keep route-direct to FP8_SMALL_EXPERT_MAX_SHARING routes per active expert up to
+# FP8_SMALL_EXPERT_MAX_TOKENS (forty-ninth session, 2026-12-07-s49: both paths forced, an H100 on the
+# H200 tables).  The GEMV streams each route's expert, but an expert of a few MB that the next token's
+# route reads again is still in L2, so sharing costs these layers less than the limits above assume.
+# Read from the PEERS shapes at M 1..512 (call 1): route-direct ran 0.89-0.95x grouped's time at
+# 1.55-1.79 routes per active expert, M 16..32, where those limits sent the calls to grouped (Qwen3-30B
+# M=16, 4.7 MB experts: 138.2 against 147.6 us; DeepSeek-V3 TP8 M=32, 5.5 MB: 309.0 against 338.6;
+# GPT-OSS TP4 M=32, 6.2 MB: 184.2 against 205.8; Hunyuan TP8 M=32, 2.4 MB, 1.79: 137.0 against 149.9;
+# fp8_block alike), and lost from 2.29 (Qwen3-30B M=32: 1.23-1.31x).  A first limit of 2.0 was then
+# run on the held-out shapes, the top-1 layers, Qwen3-235B TP4 and the PEERS shapes at M=24 (call 2):
+# it lost at 1.88-1.90 (DeepSeek-V2-Lite M=16, 8.7 MB: 1.10-1.21x; Qwen3-30B M=24: 1.05-1.13x; OLMoE
+# M=12 fp8_block 1.04x), so the limit sits at 1.8, between Hunyuan's win at 1.79 and those losses.
+# Over all 221 cases of both calls (bf16 included) the rule picks within 1.0013x of the faster path
+# (geomean; at most 1.09x), the limits above alone 1.0074x with 16 cases past 5% (at most 1.16x).
+# The two cases still past 5%: a small top-1 layer (E=16, 4.7 MB) at M=24, 1.90, where route-direct
+# won by 6-9% with 24 routes.  Larger experts keep the limits above: a top-1 layer of 25 MB experts
+# won at 1.55 (M=16) and tied at 1.90; Mixtral TP2's 88 MB experts lost at 2.22 (M=8, 1.04-1.08x);
+# the bound sits between the largest small-expert layer measured (8.7 MB) and 25 MB.
+FP8_SMALL_EXPERT_BYTES = 12e6
+FP8_SMALL_EXPERT_MAX_SHARING = 1.8
+FP8_SMALL_EXPERT_MAX_TOKENS = 32
 
 
 def device_dir_name(device_name: str) -> str:
@@ -690,7 +712,10 @@ def choose_path(m: int, top_k: int, num_experts: int, hidden: int, inter: int, f
     if num_experts > MAX_EXPERTS:  # the grouped path's plan holds at most MAX_EXPERTS local experts
         return "route_direct"
     w4 = fmt == "w4a8"
-    if m > (W4A8_ROUTE_DIRECT_MAX_TOKENS if w4 else ROUTE_DIRECT_MAX_TOKENS):
+    small_fp8 = fmt in A8_FORMATS and not w4 and 3 * hidden * inter <= FP8_SMALL_EXPERT_BYTES
+    max_tokens = W4A8_ROUTE_DIRECT_MAX_TOKENS if w4 else (
+        FP8_SMALL_EXPERT_MAX_TOKENS if small_fp8 else ROUTE_DIRECT_MAX_TOKENS)
+    if m > max_tokens:
         return "grouped"
     active_bytes = active_experts(m, top_k, num_experts) * 3 * hidden * inter * (0.5 if w4 else 1)
     if m > 8 and fmt in A8_FORMATS and active_bytes > ROUTE_DIRECT_MAX_BYTES:
@@ -698,6 +723,8 @@ def choose_path(m: int, top_k: int, num_experts: int, hidden: int, inter: int, f
     small_m, large_m = ROUTE_DIRECT_MAX_SHARING["fp8" if fmt in A8_FORMATS else "16bit"]
     if w4:
         limit = W4A8_ROUTE_DIRECT_MAX_SHARING
+    elif small_fp8:
+        limit = FP8_SMALL_EXPERT_MAX_SHARING
     else:
         limit = small_m if m <= 8 or m * top_k <= SMALL_LIMIT_MAX_ROUTES else large_m
     return "route_direct" if routes_per_active_expert(m, top_k, num_experts) <= limit else "grouped"

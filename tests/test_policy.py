@@ -527,8 +527,28 @@ def test_top1_layers_keep_the_small_m_limits_up_to_16_routes():
     for fmt in ("bf16", "fp8_tensor", "fp8_block"):
         assert policy.choose_path(16, 1, 16, 2048, 768, fmt, 132) == "route_direct"
         assert policy.choose_path(32, 1, 16, 2048, 768, fmt, 132) == "grouped"  # past 16 tokens
-    assert policy.choose_path(16, 8, 128, 2048, 768, "fp8_tensor", 132) == "grouped"  # Qwen3: 1.55, 128 routes
+    assert policy.choose_path(16, 8, 128, 2048, 768, "bf16", 132) == "grouped"  # Qwen3: 1.55, 128 routes
     assert policy.choose_path(16, 1, 8, 4096, 14336, "fp8_tensor", 132) == "grouped"  # 2.27 routes per expert
+
+
+def test_fp8_small_experts_keep_route_direct_to_1_8_routes_per_expert():
+    # FP8 experts of at most 12 MB: route-direct won at 1.55-1.79 routes per active expert up to
+    # M=32 and lost from 1.88 (2026-12-07-s49)
+    for fmt in ("fp8_tensor", "fp8_block"):
+        assert policy.choose_path(16, 8, 128, 2048, 768, fmt, 132) == "route_direct"  # Qwen3-30B: 1.55
+        assert policy.choose_path(24, 8, 128, 2048, 768, fmt, 132) == "grouped"  # 1.90
+        assert policy.choose_path(32, 8, 192, 4096, 192, fmt, 132) == "route_direct"  # Hunyuan TP8: 1.79
+        assert policy.choose_path(48, 8, 192, 4096, 192, fmt, 132) == "grouped"
+        assert policy.choose_path(32, 8, 256, 7168, 256, fmt, 132) == "route_direct"  # DeepSeek-V3 TP8: 1.57
+        assert policy.choose_path(33, 8, 1024, 7168, 256, fmt, 132) == "grouped"  # past 32 tokens
+        assert policy.choose_path(12, 6, 64, 2048, 1408, fmt, 132) == "route_direct"  # DeepSeek-V2-Lite: 1.62
+        assert policy.choose_path(16, 6, 64, 2048, 1408, fmt, 132) == "grouped"  # 1.89
+        # experts above 12 MB keep the general limits (1.4 past M=8 with more than 16 routes)
+        assert policy.choose_path(24, 1, 16, 4096, 2048, fmt, 132) == "grouped"  # 25 MB, 1.90
+        assert policy.choose_path(9, 8, 64, 4096, 1536, fmt, 132) == "grouped"  # 18.9 MB, 1.58
+        assert policy.choose_path(9, 8, 64, 4096, 384, fmt, 132) == "route_direct"  # 4.7 MB, 1.58
+    assert policy.routes_per_active_expert(32, 8, 192) == pytest.approx(1.79, abs=5e-3)
+    assert policy.choose_path(32, 8, 192, 4096, 192, "bf16", 132) == "grouped"  # 16-bit: unchanged
 
 
 def test_tune_rejects_unknown_move_fields(capsys):
