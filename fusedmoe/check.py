@@ -275,7 +275,7 @@ UNSEEN_SHAPES = (
 )
 
 
-def unseen(out_dir: Path, tokens=(1, 7, 64, 333), formats=GRAPH_FORMATS, shapes=UNSEEN_SHAPES) -> list[dict]:
+def unseen(out_dir: Path, tokens=(1, 7, 24, 64, 333), formats=GRAPH_FORMATS, shapes=UNSEEN_SHAPES) -> list[dict]:
     """The layer on ``shapes``: per (shape, format, M) auto and both paths forced against the
     float64 reference (``accuracy``'s bounds), on a NaN-poisoned ``out``, with ``shared_output``,
     a dropped route (-1) and, for every third shape, an expert window (this rank holds experts
