@@ -542,10 +542,10 @@ W4A8_ROUTE_DIRECT_MAX_SHARING = 2.4
 # run on the held-out shapes, the top-1 layers, Qwen3-235B TP4 and the PEERS shapes at M=24 (call 2):
 # it lost at 1.88-1.90 (DeepSeek-V2-Lite M=16, 8.7 MB: 1.10-1.21x; Qwen3-30B M=24: 1.05-1.13x; OLMoE
 # M=12 fp8_block 1.04x), so the limit sits at 1.8, between Hunyuan's win at 1.79 and those losses.
-# Over all 221 cases of both calls (bf16 included) the rule picks within 1.0013x of the faster path
-# (geomean; at most 1.09x), the limits above alone 1.0074x with 16 cases past 5% (at most 1.16x).
-# The two cases still past 5%: a small top-1 layer (E=16, 4.7 MB) at M=24, 1.90, where route-direct
-# won by 6-9% with 24 routes.  Larger experts keep the limits above: a top-1 layer of 25 MB experts
+# Over the 281 cases of calls 1-3 (bf16 included; call 3 ran this rule) the picks take 1.0020x the
+# faster path's time (geomean; at most 1.10x), the limits above alone 1.0116x with 32 cases past 5%
+# (at most 1.16x).  The 4 still past 5%: a small top-1 layer (E=16, 4.7 MB) at M=24, 1.90, where
+# route-direct won by 6-10% with 24 routes (2026-12-07-s49/dispatch.md).  Larger experts keep the limits above: a top-1 layer of 25 MB experts
 # won at 1.55 (M=16) and tied at 1.90; Mixtral TP2's 88 MB experts lost at 2.22 (M=8, 1.04-1.08x);
 # the bound sits between the largest small-expert layer measured (8.7 MB) and 25 MB.
 FP8_SMALL_EXPERT_BYTES = 12e6
