@@ -109,7 +109,7 @@ class RouteDirectConfig:
     against float64 from 0.164% to 0.180-0.186% (Qwen3-30B and Hunyuan, M 1..512).  A tuner move.
     With PDL a GEMV down program loads its first K step's weight tile before it waits for
     gate/up (more steps held through the wait were a tuner move from the thirty-first to the
-    thirty-fourth session, taken by no entry: docs/paths.md).
+    thirty-fourth session, taken by no entry: docs/path-measurements.md).
     down_gluon: run the GEMV down as the Gluon kernel of ``paths/_route_direct_gluon_kernels.py``
     (the same tile, its activations loaded in the weights' layout, no shared-memory round per
     K step) where it runs (``route_direct.uses_gluon_down``: sm_90, I a multiple of 16 bytes of
