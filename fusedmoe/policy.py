@@ -545,9 +545,10 @@ W4A8_ROUTE_DIRECT_MAX_SHARING = 2.4
 # Over the 281 cases of calls 1-3 (bf16 included; call 3 ran this rule) the picks take 1.0020x the
 # faster path's time (geomean; at most 1.10x), the limits above alone 1.0116x with 32 cases past 5%
 # (at most 1.16x).  The 4 still past 5%: a small top-1 layer (E=16, 4.7 MB) at M=24, 1.90, where
-# route-direct won by 6-10% with 24 routes (2026-12-07-s49/dispatch.md).  Larger experts keep the limits above: a top-1 layer of 25 MB experts
-# won at 1.55 (M=16) and tied at 1.90; Mixtral TP2's 88 MB experts lost at 2.22 (M=8, 1.04-1.08x);
-# the bound sits between the largest small-expert layer measured (8.7 MB) and 25 MB.
+# route-direct won by 6-10% with 24 routes (2026-12-07-s49/dispatch.md).  Larger experts keep the
+# limits above: a top-1 layer of 25 MB experts won at 1.55 (M=16) and tied at 1.90; Mixtral TP2's
+# 88 MB experts lost at 2.22 (M=8, 1.04-1.08x); the bound sits between the largest small-expert
+# layer measured (8.7 MB) and 25 MB.
 FP8_SMALL_EXPERT_BYTES = 12e6
 FP8_SMALL_EXPERT_MAX_SHARING = 1.8
 FP8_SMALL_EXPERT_MAX_TOKENS = 32
