@@ -545,13 +545,26 @@ W4A8_ROUTE_DIRECT_MAX_SHARING = 2.4
 # Over the 281 cases of calls 1-3 (bf16 included; call 3 ran this rule) the picks take 1.0020x the
 # faster path's time (geomean; at most 1.10x), the limits above alone 1.0116x with 32 cases past 5%
 # (at most 1.16x).  The 4 still past 5%: a small top-1 layer (E=16, 4.7 MB) at M=24, 1.90, where
-# route-direct won by 6-10% with 24 routes (2026-12-07-s49/dispatch.md).  Larger experts keep the
-# limits above: a top-1 layer of 25 MB experts won at 1.55 (M=16) and tied at 1.90; Mixtral TP2's
-# 88 MB experts lost at 2.22 (M=8, 1.04-1.08x); the bound sits between the largest small-expert
-# layer measured (8.7 MB) and 25 MB.
+# route-direct won by 6-10% with 24 routes (2026-12-07-s49/dispatch.md; the few-routes limit below
+# takes them).  Larger experts keep the limits above: a top-1 layer of 25 MB experts won at 1.55
+# (M=16) and tied at 1.90; Mixtral TP2's 88 MB experts lost at 2.22 (M=8, 1.04-1.08x); the bound
+# sits between the largest small-expert layer measured (9.8 MB, call 6) and 25 MB.
+# With few routes the bound is higher: grouped's fixed costs (plan, quantisation, requantisation and
+# combine launches) weigh more on a small layer, and fewer routes read an expert again.  Call 6 ran
+# three layers no rule had been read from (16 experts top-2, 32 top-4, 32 top-8; 4.7-9.8 MB): the
+# limit of 1.8 cut their cases past 5% from 10 to 4, and those 4 were route-direct wins at 1.82-1.88
+# with 48 routes or fewer (0.84-0.95x grouped's time), as was the small top-1 layer above at 1.90
+# with 24 routes; with 64 routes at 2.22 route-direct lost or tied (1.00-1.07x), with 96 routes at
+# 1.88-1.89 it lost (OLMoE M=12 fp8_block 1.06x, DeepSeek-V2-Lite M=16).  So up to
+# FP8_SMALL_EXPERT_FEW_ROUTES routes (between 48 and 96) the limit is FP8_SMALL_EXPERT_FEW_MAX_SHARING
+# (between 1.90 and 2.22).  Over the 247 distinct cases of calls 1-6 the rule then picks within
+# 1.0007x of the faster path (geomean; at most 1.036x, none past 5%); the 1.8 limit alone 1.0035x
+# with 6 past 5%.  The layers it was read from are in that sample: no run has checked it out of it.
 FP8_SMALL_EXPERT_BYTES = 12e6
 FP8_SMALL_EXPERT_MAX_SHARING = 1.8
 FP8_SMALL_EXPERT_MAX_TOKENS = 32
+FP8_SMALL_EXPERT_FEW_ROUTES = 64
+FP8_SMALL_EXPERT_FEW_MAX_SHARING = 2.0
 
 
 def device_dir_name(device_name: str) -> str:
@@ -725,7 +738,8 @@ def choose_path(m: int, top_k: int, num_experts: int, hidden: int, inter: int, f
     if w4:
         limit = W4A8_ROUTE_DIRECT_MAX_SHARING
     elif small_fp8:
-        limit = FP8_SMALL_EXPERT_MAX_SHARING
+        few = m * top_k <= FP8_SMALL_EXPERT_FEW_ROUTES
+        limit = FP8_SMALL_EXPERT_FEW_MAX_SHARING if few else FP8_SMALL_EXPERT_MAX_SHARING
     else:
         limit = small_m if m <= 8 or m * top_k <= SMALL_LIMIT_MAX_ROUTES else large_m
     return "route_direct" if routes_per_active_expert(m, top_k, num_experts) <= limit else "grouped"

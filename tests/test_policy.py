@@ -526,7 +526,7 @@ def test_top1_layers_keep_the_small_m_limits_up_to_16_routes():
     assert policy.routes_per_active_expert(16, 1, 16) == pytest.approx(1.553, abs=1e-3)
     for fmt in ("bf16", "fp8_tensor", "fp8_block"):
         assert policy.choose_path(16, 1, 16, 2048, 768, fmt, 132) == "route_direct"
-        assert policy.choose_path(32, 1, 16, 2048, 768, fmt, 132) == "grouped"  # past 16 tokens
+        assert policy.choose_path(32, 1, 16, 2048, 768, fmt, 132) == "grouped"  # bf16: past 16 tokens; FP8: 2.29
     assert policy.choose_path(16, 8, 128, 2048, 768, "bf16", 132) == "grouped"  # Qwen3: 1.55, 128 routes
     assert policy.choose_path(16, 1, 8, 4096, 14336, "fp8_tensor", 132) == "grouped"  # 2.27 routes per expert
 
@@ -548,6 +548,19 @@ def test_fp8_small_experts_keep_route_direct_to_1_8_routes_per_expert():
         assert policy.choose_path(9, 8, 64, 4096, 1536, fmt, 132) == "grouped"  # 18.9 MB, 1.58
         assert policy.choose_path(9, 8, 64, 4096, 384, fmt, 132) == "route_direct"  # 4.7 MB, 1.58
     assert policy.routes_per_active_expert(32, 8, 192) == pytest.approx(1.79, abs=5e-3)
+
+
+def test_fp8_small_experts_with_few_routes_keep_route_direct_to_2_routes_per_expert():
+    # up to 64 routes route-direct won at 1.82-1.90 and lost or tied at 2.22; with 96 routes it
+    # lost at 1.88 (2026-12-07-s49, call 6)
+    for fmt in ("fp8_tensor", "fp8_block"):
+        assert policy.choose_path(6, 8, 32, 2048, 768, fmt, 132) == "route_direct"  # 48 routes, 1.82
+        assert policy.choose_path(8, 8, 32, 2048, 768, fmt, 132) == "grouped"  # 64 routes, 2.22
+        assert policy.choose_path(12, 2, 16, 4096, 800, fmt, 132) == "route_direct"  # 24 routes, 1.88
+        assert policy.choose_path(24, 1, 16, 2048, 768, fmt, 132) == "route_direct"  # 24 routes, 1.90
+        assert policy.choose_path(12, 8, 64, 2048, 1024, fmt, 132) == "grouped"  # OLMoE: 96 routes, 1.88
+    assert policy.choose_path(6, 8, 32, 2048, 768, "bf16", 132) == "route_direct"  # 16-bit M <= 8: 2.0
+    assert policy.choose_path(12, 2, 16, 4096, 800, "bf16", 132) == "grouped"  # 16-bit past M=8: 1.3
     assert policy.choose_path(32, 8, 192, 4096, 192, "bf16", 132) == "grouped"  # 16-bit: unchanged
 
 
