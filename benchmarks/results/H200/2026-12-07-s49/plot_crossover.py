@@ -1,5 +1,5 @@
 """Route-direct's time over grouped's against routes per active expert, from dispatch.json (both paths
-forced, calls 1-3), one marker per weight class; the dispatch limits drawn in.  Writes crossover.png.
+forced, calls 1-3 and 6), one marker per weight class; the dispatch limits drawn in.  Writes crossover.png.
 
     python benchmarks/results/H200/2026-12-07-s49/plot_crossover.py
 """
@@ -36,6 +36,9 @@ def main() -> None:
     ax.axhline(1.0, color="k", lw=0.8)
     ax.axvline(policy.FP8_SMALL_EXPERT_MAX_SHARING, color="C1", ls="--", lw=1,
                label=f"FP8 small-expert limit {policy.FP8_SMALL_EXPERT_MAX_SHARING} (M <= 32)")
+    ax.axvline(policy.FP8_SMALL_EXPERT_FEW_MAX_SHARING, color="C1", ls="-.", lw=1,
+               label=f"the same, <= {policy.FP8_SMALL_EXPERT_FEW_ROUTES} routes: "
+                     f"{policy.FP8_SMALL_EXPERT_FEW_MAX_SHARING}")
     fp8_small_m, fp8_large_m = policy.ROUTE_DIRECT_MAX_SHARING["fp8"]
     ax.axvline(fp8_large_m, color="C2", ls=":", lw=1, label=f"FP8 limit past M=8: {fp8_large_m} (M <= 16)")
     ax.set_xscale("log")
@@ -43,7 +46,7 @@ def main() -> None:
     for axis in (ax.xaxis, ax.yaxis):
         axis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
         axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    ax.set_xticks([1, 1.4, 1.8, 2.5, 4, 8, 16])
+    ax.set_xticks([1, 1.4, 1.8, 2.2, 3, 4, 8, 16])
     ax.set_yticks([0.5, 0.75, 1, 1.5, 2, 4, 8])
     ax.set_xlim(0.95, 20)
     ax.set_ylim(0.5, 8)
