@@ -548,6 +548,7 @@ def test_fp8_small_experts_keep_route_direct_to_1_8_routes_per_expert():
         assert policy.choose_path(9, 8, 64, 4096, 1536, fmt, 132) == "grouped"  # 18.9 MB, 1.58
         assert policy.choose_path(9, 8, 64, 4096, 384, fmt, 132) == "route_direct"  # 4.7 MB, 1.58
     assert policy.routes_per_active_expert(32, 8, 192) == pytest.approx(1.79, abs=5e-3)
+    assert policy.choose_path(32, 8, 192, 4096, 192, "bf16", 132) == "grouped"  # 16-bit: unchanged
 
 
 def test_fp8_small_experts_with_few_routes_keep_route_direct_to_2_routes_per_expert():
@@ -561,7 +562,6 @@ def test_fp8_small_experts_with_few_routes_keep_route_direct_to_2_routes_per_exp
         assert policy.choose_path(12, 8, 64, 2048, 1024, fmt, 132) == "grouped"  # OLMoE: 96 routes, 1.88
     assert policy.choose_path(6, 8, 32, 2048, 768, "bf16", 132) == "route_direct"  # 16-bit M <= 8: 2.0
     assert policy.choose_path(12, 2, 16, 4096, 800, "bf16", 132) == "grouped"  # 16-bit past M=8: 1.3
-    assert policy.choose_path(32, 8, 192, 4096, 192, "bf16", 132) == "grouped"  # 16-bit: unchanged
 
 
 def test_tune_rejects_unknown_move_fields(capsys):
