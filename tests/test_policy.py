@@ -564,6 +564,17 @@ def test_fp8_small_experts_with_few_routes_keep_route_direct_to_2_routes_per_exp
     assert policy.choose_path(12, 2, 16, 4096, 800, "bf16", 132) == "grouped"  # 16-bit past M=8: 1.3
 
 
+def test_fp8_tensor_small_experts_with_few_routes_keep_route_direct_to_2_2():
+    # out of sample, fp8_tensor's route-direct won at 2.04-2.12 with 22-34 routes and at 1.86-1.99
+    # with 72-80 routes; fp8_block's GEMV is slower and keeps 2.0 up to 64 routes (2026-12-07-s50)
+    for m, k, e, h, i in [(17, 2, 20, 3072, 1024), (11, 2, 12, 2048, 1536), (9, 8, 48, 1536, 640),
+                          (10, 8, 48, 1536, 640)]:
+        assert policy.choose_path(m, k, e, h, i, "fp8_tensor", 132) == "route_direct"
+        assert policy.choose_path(m, k, e, h, i, "fp8_block", 132) == "grouped"
+    assert policy.choose_path(11, 8, 48, 1536, 640, "fp8_tensor", 132) == "grouped"  # 88 routes
+    assert policy.choose_path(8, 8, 32, 2048, 768, "fp8_tensor", 132) == "grouped"  # 64 routes, 2.22: a tie
+
+
 def test_tune_rejects_unknown_move_fields(capsys):
     with pytest.raises(SystemExit):
         tune.main(["--moves", "down_tiles,gemv_stages"])
