@@ -568,7 +568,10 @@ W4A8_ROUTE_DIRECT_MAX_SHARING = 2.4
 # (FP8_SMALL_EXPERT_FEW: routes at most, routes per active expert at most): fp8_tensor to 2.2 with up
 # to 80 routes (it tied at 2.22 with 64 routes, s49 call 6), fp8_block as before.  Over the 147
 # fp8_tensor cases of both sessions (in sample now) its picks take 1.0008x the faster path (at most
-# 1.035x, none past 5%), where 64 routes at 2.0 took 1.0026x with 3 past 5%.
+# 1.035x, none past 5%), where 64 routes at 2.0 took 1.0026x with 3 past 5%.  Then on three more
+# fp8_tensor layers out of that sample (s50 call 3; 3.1-11.8 MB, 26-84 routes, 1.97-2.34) they took
+# 1.0001x in all 11 cases (at most 1.001x), the s49 rule 1.028x with 3 past 5%: route-direct won to
+# 2.15-2.17 (0.93-0.98x) and lost or tied from 2.22 (1.00-1.05x).
 FP8_SMALL_EXPERT_BYTES = 12e6
 FP8_SMALL_EXPERT_MAX_SHARING = 1.8
 FP8_SMALL_EXPERT_MAX_TOKENS = 32

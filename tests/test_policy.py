@@ -573,6 +573,11 @@ def test_fp8_tensor_small_experts_with_few_routes_keep_route_direct_to_2_2():
         assert policy.choose_path(m, k, e, h, i, "fp8_block", 132) == "grouped"
     assert policy.choose_path(11, 8, 48, 1536, 640, "fp8_tensor", 132) == "grouped"  # 88 routes
     assert policy.choose_path(8, 8, 32, 2048, 768, "fp8_tensor", 132) == "grouped"  # 64 routes, 2.22: a tie
+    # the three layers run after (s50 call 3): won to 2.15-2.17, lost or tied from 2.22
+    assert policy.choose_path(12, 6, 40, 2048, 512, "fp8_tensor", 132) == "route_direct"  # 72 routes, 2.10
+    assert policy.choose_path(13, 6, 40, 2048, 512, "fp8_tensor", 132) == "grouped"  # 78 routes, 2.22
+    assert policy.choose_path(15, 2, 16, 2560, 1536, "fp8_tensor", 132) == "route_direct"  # 11.8 MB, 2.17
+    assert policy.choose_path(16, 2, 16, 2560, 1536, "fp8_tensor", 132) == "grouped"  # 2.27
 
 
 def test_tune_rejects_unknown_move_fields(capsys):
