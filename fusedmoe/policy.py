@@ -737,7 +737,7 @@ def choose_path(m: int, top_k: int, num_experts: int, hidden: int, inter: int, f
     if num_experts > MAX_EXPERTS:  # the grouped path's plan holds at most MAX_EXPERTS local experts
         return "route_direct"
     w4 = fmt == "w4a8"
-    small_fp8 = fmt in A8_FORMATS and not w4 and 3 * hidden * inter <= FP8_SMALL_EXPERT_BYTES
+    small_fp8 = fmt in FP8_FORMATS and 3 * hidden * inter <= FP8_SMALL_EXPERT_BYTES
     max_tokens = W4A8_ROUTE_DIRECT_MAX_TOKENS if w4 else (
         FP8_SMALL_EXPERT_MAX_TOKENS if small_fp8 else ROUTE_DIRECT_MAX_TOKENS)
     if m > max_tokens:
