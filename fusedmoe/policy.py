@@ -115,7 +115,18 @@ class RouteDirectConfig:
     K step) where it runs (``route_direct.uses_gluon_down``: sm_90, I a multiple of 16 bytes of
     weights); elsewhere the Triton kernel runs the same tile.  One K split of gate/up, 16-bit
     or FP8 weights, one H tile per program, the K loop unpipelined; its products are fp32
-    (fp16_products then applies to gate/up alone).  A tuner move."""
+    (fp16_products then applies to gate/up alone).  A tuner move.
+    block_scale_rows (fp8_block, the GEMV forms, tiles of at most 128 rows): each K step reads one
+    block-scale row per 128 weight rows (gate/up: one for its gate rows, one for its up rows; down:
+    one per route), issued first so that its latency runs under the weights'.  False: a scale per
+    weight row, loaded after the step's products (its latency paid in every step), the form the
+    fp8_block table entries up to the fiftieth session were tuned with; it takes fewer registers
+    on their tiles (compiled for sm_90: Qwen3-30B M=1's 8 x 512 gate/up, 8 warps, 40 against 48).
+    Timed route_direct forced (H100, 2026-12-07-s51 call 1): True took 0.95-0.98x the time of
+    False on two untuned layers (heuristic tiles, M 12-14; fp8_tensor's kernels run 0.90-0.95x),
+    but up to 1.18x on the tuned entries (GPT-OSS TP4 M=2 21.7 -> 25.5 us, Qwen3-30B M=1 16.8 ->
+    19.4: 768 gate/up programs, 6 an SM at 40 registers fit one wave, 5 at 48 do not), so those
+    entries keep False.  A tuner move."""
 
     gate_up: Tile
     down: Tile
@@ -123,6 +134,7 @@ class RouteDirectConfig:
     down_tiles: int = 1
     fp16_products: bool = False
     down_gluon: bool = False
+    block_scale_rows: bool = True
 
     def __post_init__(self):
         object.__setattr__(self, "json", config_json(self))
@@ -609,7 +621,7 @@ def config_from_dict(path: str, d: dict) -> GroupedConfig | RouteDirectConfig:
         return GroupedConfig(d["block_m"], Tile(**d["gate_up"]), Tile(**d["down"]), d.get("group_m", 1),
                              d.get("fp8_promote_k", 32), d.get("gluon", False), d.get("tail_m", 0))
     return RouteDirectConfig(Tile(**d["gate_up"]), Tile(**d["down"]), d.get("pdl", False), d.get("down_tiles", 1),
-                             d.get("fp16_products", False), d.get("down_gluon", False))
+                             d.get("fp16_products", False), d.get("down_gluon", False), d.get("block_scale_rows", True))
 
 
 def legal(path: str, cfg: GroupedConfig | RouteDirectConfig, fmt: str) -> bool:
@@ -658,7 +670,11 @@ def legal(path: str, cfg: GroupedConfig | RouteDirectConfig, fmt: str) -> bool:
     gluon_ok = not cfg.down_gluon or (fmt in ("bf16", "fp16", "fp8_tensor", "fp8_block") and not dn.swap_ab
                                       and gu.split_k == 1 and cfg.down_tiles == 1 and dn.num_stages == 1
                                       and dn.max_registers == 0 and dn.block_k >= 16)
-    return (pow2 and caps_ok and (fmt != "fp8_block" or all(t.block_k % 128 == 0 for t in tiles)) and dn.split_k == 1
+    # fp8_block: K steps of whole 128-column scale groups; with block_scale_rows a GEMV tile's rows
+    # in one 128-row scale block
+    block_ok = fmt != "fp8_block" or all(t.block_k % 128 == 0 and (t.swap_ab or t.block_n <= 128 or not cfg.block_scale_rows)
+                                         for t in tiles)
+    return (pow2 and caps_ok and block_ok and dn.split_k == 1
             and gu_ok and dn_ok and tiles_ok and fp16_ok and fp4_ok and gluon_ok)
 
 

@@ -51,7 +51,7 @@ def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
     'group_m', grouped 'tail_m' and 'gate_up_registers' / 'down_registers' (a tile's
     max_registers), route-direct 'pdl', 'down_tiles', 'gate_up_stages' /
     'down_stages' (a tile's num_stages), 'register_caps' (both tiles' max_registers at once),
-    'down_gluon' and (FP8) 'fp16_products', grouped FP8 'block_m+gate_up' (both at
+    'down_gluon', (FP8) 'fp16_products' and (fp8_block) 'block_scale_rows', grouped FP8 'block_m+gate_up' (both at
     once: value (BLOCK_M, gate/up tile)), grouped fp8_tensor 'gluon' (value: a Gluon tile set of
     ``policy.GLUON_SETS``, or False: off)."""
     fp8 = fmt in FP8_FORMATS  # e4m3 weights (route-direct's tensor-core down, fp16 products)
@@ -85,6 +85,9 @@ def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
         if fp8:
             for half in (False, True):
                 yield "fp16_products", half
+        if fmt == "fp8_block":
+            for rows in (False, True):
+                yield "block_scale_rows", rows
         if fmt != "w4a8":  # the Gluon down (policy.RouteDirectConfig.down_gluon)
             for gluon_down in (False, True):
                 yield "down_gluon", gluon_down

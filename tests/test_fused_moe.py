@@ -423,6 +423,40 @@ def test_fp16_products_legality():
     assert not policy.legal("route_direct", narrow, "fp8_tensor")  # K steps of whole 16-column chunks
 
 
+@pytest.mark.parametrize("fp16", [False, True])
+@pytest.mark.parametrize("gate_up,down,down_tiles", [
+    (policy.Tile(8, 256, 4, 1), policy.Tile(16, 256, 4, 1), 1),  # K steps of two scale groups
+    (policy.Tile(16, 128, 4, 1, split_k=2), policy.Tile(8, 128, 4, 1), 3)])
+def test_route_direct_block_scale_forms(fp16, gate_up, down, down_tiles, device):
+    # fp8_block's GEMV kernels with one block-scale row per K step (gate/up: one each for its gate
+    # and up rows; down: one per route) and with a scale per weight row: tiles past the first
+    # 128-row scale block (I 136, H 300) and partial groups, dropped routes and an expert window.
+    m, e, k, h, i = 3, 6, 3, 300, 136
+    weights, x, tw, _ = make_layer(m, e, k, h, i, "fp8_block", device)
+    ids = torch.randint(-1, 9, (m, k), device=device, dtype=torch.int32)  # this rank: experts [2, 8)
+    rows = policy.RouteDirectConfig(gate_up, down, down_tiles=down_tiles, fp16_products=fp16)
+    per_row = dataclasses.replace(rows, block_scale_rows=False)
+    a = run_and_check(weights, x, tw, ids, "route_direct", offset=2, n_global=9, config=rows)
+    b = run_and_check(weights, x, tw, ids, "route_direct", offset=2, n_global=9, config=per_row)
+    assert rel_l2(a, b) <= 2.0 ** -12
+
+
+def test_block_scale_rows_legality(device):
+    # One block-scale row per K step holds for GEMV tiles of at most 128 rows; wider ones take the
+    # per-row form, and the tensor-core forms are not bound by it.
+    wide = policy.RouteDirectConfig(policy.Tile(256, 128, 4, 1), policy.Tile(16, 128, 4, 1))
+    assert policy.legal("route_direct", wide, "fp8_tensor") and not policy.legal("route_direct", wide, "fp8_block")
+    assert policy.legal("route_direct", dataclasses.replace(wide, block_scale_rows=False), "fp8_block")
+    wide_down = policy.RouteDirectConfig(policy.Tile(128, 128, 4, 1), policy.Tile(256, 128, 4, 1))
+    assert not policy.legal("route_direct", wide_down, "fp8_block")
+    assert policy.legal("route_direct", dataclasses.replace(wide_down, down=policy.Tile(128, 128, 4, 1)), "fp8_block")
+    mma = policy.RouteDirectConfig(policy.Tile(256, 128, 4, 2, swap_ab=True), policy.Tile(16, 128, 4, 1))
+    assert policy.legal("route_direct", mma, "fp8_block")
+    weights, x, tw, ids = make_layer(2, 4, 2, 256, 384, "fp8_block", device)
+    with pytest.raises(ValueError, match="config"):
+        fused_moe(x, weights, tw, ids, path="route_direct", config=wide)
+
+
 def within_one_ulp(got, want):
     """got equals want (16-bit floats) but for at most 1% of elements, each one ulp off."""
     ulps = (got.view(torch.int16).int() - want.view(torch.int16).int()).abs()

@@ -44,14 +44,19 @@ from ._fp4_kernels import FP4_GROUP, fp16_groups, fp4_group_dots, fp4_route_grou
 
 
 @triton.jit
+def _group_sums(parts, GROUPS: tl.constexpr):
+    """parts [..., C] summed over each of its GROUPS runs of C / GROUPS columns: [..., GROUPS]."""
+    return tl.sum(tl.reshape(parts, parts.shape[:-1] + [GROUPS, parts.shape[-1] // GROUPS]), axis=-1)
+
+
+@triton.jit
 def _scaled_sums(parts, scale_ptrs, scale_ok, W_SCALE: tl.constexpr, GROUPS: tl.constexpr):
     """Sums over the last axis of parts [..., C], partial products of a K step's columns in
     order; with block scales (W_SCALE == 2) each of the GROUPS runs of C / GROUPS (one
     128-column group) is summed and multiplied by its scale (at scale_ptrs [..., GROUPS], masked
-    by scale_ok) first."""
+    by scale_ok, loaded here: after the products) first."""
     if W_SCALE == 2:
-        group = tl.sum(tl.reshape(parts, parts.shape[:-1] + [GROUPS, parts.shape[-1] // GROUPS]), axis=-1)
-        return tl.sum(group * tl.load(scale_ptrs, mask=scale_ok, other=0.0), axis=-1)
+        return tl.sum(_group_sums(parts, GROUPS) * tl.load(scale_ptrs, mask=scale_ok, other=0.0), axis=-1)
     return tl.sum(parts, axis=-1)
 
 
@@ -126,12 +131,14 @@ def route_gate_up_kernel(
         H, I, R, expert_offset, num_local, TOPK, stride_x, stride_we, stride_wn, stride_wse, stride_wsn,
         W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr,
         BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr = False,
-        FP16_PRODUCTS: tl.constexpr = False, STAGES: tl.constexpr = 1, trace_ptr=None, TRACE: tl.constexpr = False):
+        FP16_PRODUCTS: tl.constexpr = False, STAGES: tl.constexpr = 1, SCALE_ROWS: tl.constexpr = True,
+        trace_ptr=None, TRACE: tl.constexpr = False):
     """SPLIT_K == 1: act[r, n] = act(G_e x_t + b_g)[n] * (U_e x_t + b_u)[n]; else act[s, r, :] =
     partial [G_e x_t, U_e x_t] over the s-th K range (the bias in split 0).  e = ids[r] -
     expert_offset, t = r // TOPK; bias b [E, 2I] if HAS_BIAS.  FP16_PRODUCTS (FP8 weights):
     the products in packed fp16 (``_chunk_dots_fp16``).  W_SCALE 3: FP4 rows of H/2 bytes,
     one exponent per 32 columns (ws [E, 2I, H/32]).  STAGES: the K loop's pipeline depth.
+    SCALE_ROWS (block scales): ``RouteDirectConfig.block_scale_rows``.
     TRACE: each program's timeline into trace_ptr (``fusedmoe._trace``)."""
     r, nt, s, w_rows, n_ok, s_rows, k_lo, k_hi = _gate_up_program(R, I, H, SPLIT_K, BLOCK_N, BLOCK_K, PDL,
                                                                   trace_ptr, TRACE)
@@ -146,9 +153,20 @@ def route_gate_up_kernel(
     x_base = x_ptr + tok * stride_x
     acc = tl.zeros([2 * BLOCK_N], dtype=tl.float32)
     s_base = ws_ptr + e * stride_wse + (w_rows if W_SCALE == 3 else s_rows)[:, None] * stride_wsn
+    # SCALE_ROWS: the tile's gate rows lie in one 128-row scale block, its up rows in another
+    # (BLOCK_N <= 128, a power of two), so a K step needs one scale row of each
+    gate_scales = ws_ptr + e * stride_wse + (nt * BLOCK_N // 128) * stride_wsn
+    up_scales = gate_scales + tl.cdiv(I, 128) * stride_wsn
+    is_gate = (tl.arange(0, 2 * BLOCK_N) < BLOCK_N)[:, None]
     for k0 in tl.range(k_lo, k_hi, BLOCK_K, num_stages=STAGES):
         kk = k0 + offs_k
         k_ok = kk < k_hi
+        scales = 1.0
+        if W_SCALE == 2 and SCALE_ROWS:  # first: two values a group, their latency under the weights'
+            g_rows = k0 // 128 + offs_g
+            g_ok = g_rows * 128 < k_hi
+            scales = tl.where(is_gate, tl.load(gate_scales + g_rows, mask=g_ok, other=0.0)[None, :],
+                              tl.load(up_scales + g_rows, mask=g_ok, other=0.0)[None, :])
         v = tl.load(x_base + kk, mask=k_ok, other=0.0)
         if W_SCALE == 3:  # FP4 codes, products in packed fp16 per 32-column exponent group
             G: tl.constexpr = BLOCK_K // FP4_GROUP
@@ -164,7 +182,10 @@ def route_gate_up_kernel(
                 parts = _chunk_dots_fp16(w, v.to(tl.float32), 2 * BLOCK_N, BLOCK_K)
             else:
                 parts = w.to(tl.float32) * v.to(tl.float32)[None, :]
-            acc += _scaled_sums(parts, s_base + g[None, :], s_ok, W_SCALE, BLOCK_K // 128)
+            if W_SCALE == 2 and SCALE_ROWS:
+                acc += tl.sum(_group_sums(parts, BLOCK_K // 128) * scales, axis=-1)
+            else:  # a scale per weight row, loaded after the products
+                acc += _scaled_sums(parts, s_base + g[None, :], s_ok, W_SCALE, BLOCK_K // 128)
     if W_SCALE == 1:
         acc = acc * tl.load(ws_ptr + e)
     if HAS_BIAS:
@@ -339,13 +360,21 @@ def _down_weights(w_ptr, ws_ptr, e, held, t0, it, steps, offs_n, offs_k, H, I, s
 
 
 @triton.jit
-def _down_step(act_ptr, w, r, held, row_ok, k0, offs_k, offs_g, s_base, I, R, KP: tl.constexpr,
+def _down_step(act_ptr, w, r, held, row_ok, k0, offs_k, offs_g, s_rows, s_base, I, R, KP: tl.constexpr,
                W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, BLOCK_N: tl.constexpr,
-               BLOCK_K: tl.constexpr, FP16_PRODUCTS: tl.constexpr):
+               BLOCK_K: tl.constexpr, FP16_PRODUCTS: tl.constexpr, SCALE_ROWS: tl.constexpr):
     """One K step of route_down_kernel: the token's per-route products [KP, BLOCK_N] of weight
     tile w [KP, BLOCK_N, BLOCK_K] (loaded) with the routes' act columns k0 + offs_k (FP16_PRODUCTS:
-    as ``_chunk_dots_fp16``, each route's act row under its own chunk scales)."""
+    as ``_chunk_dots_fp16``, each route's act row under its own chunk scales).  Block scales
+    (W_SCALE == 2): with SCALE_ROWS the tile's rows lie in one 128-row scale block, whose row for
+    each route's expert starts at s_rows [KP], loaded first; else each weight row's scales at
+    s_base [KP, BLOCK_N] (masked by row_ok), loaded after the products."""
     kk = k0 + offs_k
+    if W_SCALE == 2 and SCALE_ROWS:  # first: a few values a route, their latency under the activations'
+        g_rows = k0 // 128 + offs_g
+        rows = tl.load(s_rows[:, None] + g_rows[None, :], mask=held[:, None] & (g_rows * 128 < I)[None, :], other=0.0)
+        return _down_products(act_ptr, w, r, held, kk, rows[:, None, :], I, R, KP, SPLIT_K, ACTIVATION, BLOCK_N,
+                              BLOCK_K, FP16_PRODUCTS)
     a = _load_act(act_ptr, r, held, kk, I, R, SPLIT_K, ACTIVATION)
     g = k0 // 128 + offs_g
     if FP16_PRODUCTS:
@@ -362,6 +391,22 @@ def _down_step(act_ptr, w, r, held, row_ok, k0, offs_k, offs_g, s_base, I, R, KP
     s_ok = tl.reshape(tl.broadcast_to(row_ok[:, :, None], (KP, BLOCK_N, offs_g.shape[0])),
                       (KP * BLOCK_N, offs_g.shape[0])) & (g * 128 < I)[None, :]
     return tl.reshape(_scaled_sums(w * v, sp, s_ok, W_SCALE, BLOCK_K // 128), (KP, BLOCK_N))
+
+
+@triton.jit
+def _down_products(act_ptr, w, r, held, kk, scales, I, R, KP: tl.constexpr, SPLIT_K: tl.constexpr,
+                   ACTIVATION: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, FP16_PRODUCTS: tl.constexpr):
+    """``_down_step``'s products with block scales already loaded, scales [KP, 1, BLOCK_K / 128]."""
+    a = _load_act(act_ptr, r, held, kk, I, R, SPLIT_K, ACTIVATION)
+    G: tl.constexpr = BLOCK_K // 128
+    if FP16_PRODUCTS:
+        NC: tl.constexpr = BLOCK_K // FP16_CHUNK
+        a16, scale = _fp16_chunks(a, KP, BLOCK_K)
+        w16 = tl.reshape(w.to(tl.float16), (KP, BLOCK_N, NC, FP16_CHUNK // 2, 2))
+        chunk = _pair_sums(w16, a16[:, None, :, :, :]) * scale[:, None, :]  # [KP, BLOCK_N, NC]
+        return tl.sum(_group_sums(chunk, G) * scales, axis=-1)
+    parts = w.to(tl.float32) * a[:, None, :]
+    return tl.sum(_group_sums(parts, G) * scales, axis=-1)
 
 
 @triton.jit
@@ -383,7 +428,7 @@ def _down_tile_step(act_ptr, w, acc, it, steps, t0, r, held, e, t, offs_n, offs_
                     shared_ptr, out_ptr, H, I, R, stride_wse, stride_wsn, stride_s, stride_o, KP: tl.constexpr,
                     W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr,
                     HAS_SHARED: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, TILES: tl.constexpr,
-                    FP16_PRODUCTS: tl.constexpr):
+                    FP16_PRODUCTS: tl.constexpr, SCALE_ROWS: tl.constexpr):
     """Step ``it`` of route_down_kernel with its weight tile w (loaded): adds the token's
     per-route products [KP, BLOCK_N] to acc; with TILES > 1, at a tile's last K step, combines
     them into out and returns a zeroed acc for the next tile (TILES == 1: the caller combines
@@ -396,8 +441,9 @@ def _down_tile_step(act_ptr, w, acc, it, steps, t0, r, held, e, t, offs_n, offs_
         acc += _down_step_fp4(act_ptr, w, r, held, held[:, None] & n_ok[None, :], k0, s_base, I, R, KP, SPLIT_K,
                               ACTIVATION, BLOCK_N, BLOCK_K)
     else:
-        acc += _down_step(act_ptr, w, r, held, held[:, None] & n_ok[None, :], k0, offs_k, offs_g, s_base, I, R,
-                          KP, W_SCALE, SPLIT_K, ACTIVATION, BLOCK_N, BLOCK_K, FP16_PRODUCTS)
+        s_rows = ws_ptr + e * stride_wse + ((t0 + it // steps) * BLOCK_N // 128).to(tl.int64) * stride_wsn
+        acc += _down_step(act_ptr, w, r, held, held[:, None] & n_ok[None, :], k0, offs_k, offs_g, s_rows, s_base, I,
+                          R, KP, W_SCALE, SPLIT_K, ACTIVATION, BLOCK_N, BLOCK_K, FP16_PRODUCTS, SCALE_ROWS)
     if TILES > 1 and k0 + BLOCK_K >= I:
         _combine_token(acc, r, held, e, t, n, n_ok, ws_ptr, b_ptr, tw_ptr, shared_ptr, out_ptr, H, stride_s, stride_o,
                        W_SCALE, HAS_BIAS, HAS_SHARED)
@@ -412,12 +458,12 @@ def route_down_kernel(
         TOPK: tl.constexpr, W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, HAS_SHARED: tl.constexpr,
         ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
         PDL: tl.constexpr = False, TILES: tl.constexpr = 1, FP16_PRODUCTS: tl.constexpr = False,
-        STAGES: tl.constexpr = 1, trace_ptr=None, TRACE: tl.constexpr = False):
+        STAGES: tl.constexpr = 1, SCALE_ROWS: tl.constexpr = True, trace_ptr=None, TRACE: tl.constexpr = False):
     """out[t, n] = sum_j w[t,j] * (W2_e act_r + b_e)[n] (+ shared[t, n]), r = t*TOPK + j, over held
     routes; bias b [E, H] if HAS_BIAS.  A program computes TILES consecutive tiles of BLOCK_N
     rows of H for its token, one K step after another (its routes read once).  With PDL the
     weight tile of its first step is loaded before the wait for gate/up.  STAGES: the step
-    loop's pipeline depth.  TRACE: each program's timeline into trace_ptr (``fusedmoe._trace``)."""
+    loop's pipeline depth.  SCALE_ROWS (block scales): ``RouteDirectConfig.block_scale_rows``.  TRACE: each program's timeline into trace_ptr (``fusedmoe._trace``)."""
     trace_mark(trace_ptr, 0, TRACE)
     KP: tl.constexpr = triton.next_power_of_2(TOPK)
     pid = tl.program_id(0)
@@ -438,7 +484,7 @@ def route_down_kernel(
         acc = _down_tile_step(act_ptr, w, acc, 0, steps, t0, r, held, e, t, offs_n, offs_k, offs_g, ws_ptr,
                               b_ptr, tw_ptr, shared_ptr, out_ptr, H, I, R, stride_wse, stride_wsn, stride_s,
                               stride_o, KP, W_SCALE, SPLIT_K, ACTIVATION, HAS_BIAS, HAS_SHARED, BLOCK_N, BLOCK_K, TILES,
-                              FP16_PRODUCTS)
+                              FP16_PRODUCTS, SCALE_ROWS)
         first = 1
     else:
         trace_mark(trace_ptr, 1, TRACE)
@@ -448,7 +494,7 @@ def route_down_kernel(
         acc = _down_tile_step(act_ptr, w, acc, it, steps, t0, r, held, e, t, offs_n, offs_k, offs_g, ws_ptr,
                               b_ptr, tw_ptr, shared_ptr, out_ptr, H, I, R, stride_wse, stride_wsn, stride_s,
                               stride_o, KP, W_SCALE, SPLIT_K, ACTIVATION, HAS_BIAS, HAS_SHARED, BLOCK_N, BLOCK_K, TILES,
-                              FP16_PRODUCTS)
+                              FP16_PRODUCTS, SCALE_ROWS)
     if TILES == 1:
         n = t0 * BLOCK_N + offs_n
         _combine_token(acc, r, held, e, t, n, n < H, ws_ptr, b_ptr, tw_ptr, shared_ptr, out_ptr, H, stride_s, stride_o,

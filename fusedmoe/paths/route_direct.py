@@ -55,7 +55,8 @@ def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torc
         dn_trace = dict(trace_ptr=trace[gu_programs:], TRACE=True)
         run = _plain_launch
     gate_up = route_gate_up_mma_kernel if gu.swap_ab else route_gate_up_kernel
-    gemv_gate_up = {} if gu.swap_ab else dict(FP16_PRODUCTS=config.fp16_products, STAGES=gu.num_stages)
+    gemv_gate_up = {} if gu.swap_ab else dict(FP16_PRODUCTS=config.fp16_products, STAGES=gu.num_stages,
+                                              SCALE_ROWS=config.block_scale_rows or mode != 2)
     run(gate_up, (gu_programs,),
         x, weights.w13, ws, optional_ptr(weights.w13_bias, x), topk_ids, act, hidden, inter, r, expert_offset,
         e_local, k, x.stride(0), weights.w13.stride(0), weights.w13.stride(1), se, sn,
@@ -71,7 +72,7 @@ def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torc
         # down_gluon's products are fp32 wherever it runs (off sm_90 the Triton down stands in)
         gemv_down = {} if dn.swap_ab else dict(TILES=config.down_tiles,
                                                FP16_PRODUCTS=config.fp16_products and not config.down_gluon,
-                                               STAGES=dn.num_stages)
+                                               STAGES=dn.num_stages, SCALE_ROWS=config.block_scale_rows or mode != 2)
         extra = dict(SPLIT_K=split, ACTIVATION=ACTIVATIONS[activation], num_stages=dn.num_stages if dn.swap_ab else 1,
                      **gemv_down, **dn.register_cap())
     run(down, (dn_programs,),
