@@ -30,6 +30,17 @@ from .shapes import PEER_SHAPES, get_shape
 from .weights import A8_FORMATS, FORMATS, FP8_FORMATS, ExpertWeights
 
 DEV = torch.device("cuda")
+# Bounds against the reference that replays the path's activation quantisation (the test suite's).
+# A path that quantises activations feeds the FP8 MMA, which sums each K step with less than fp32
+# precision; the ~2e-4 that moves the SwiGLU output flips ~0.2% of its e4m3 requantisation against
+# the float64 replay: 0.3-0.6% at the layer's output (2026-11-30-s2/accuracy.md; 5.5-6.0e-3 at
+# Qwen3-30B M=1 and GPT-OSS TP4 M=8 fp8_block grouped, 2026-12-07-s51 call 2).
+MAX_REL_L2, W8A8_MAX_REL_L2, MIN_COSINE = 5e-3, 1e-2, 0.99995
+
+
+def within_bounds(rel: float, cos: float, quantized: bool) -> bool:
+    """Whether an output's rel-L2 and cosine against its reference pass (NaN fails)."""
+    return rel <= (W8A8_MAX_REL_L2 if quantized else MAX_REL_L2) and cos >= MIN_COSINE
 
 
 def dense_weights(e, h, i, gen):
@@ -161,7 +172,7 @@ def accuracy(out_dir: Path, tokens=(1, 8, 64, 512, 4096), shapes=PEER_SHAPES, fo
                                rel_l2_unquantized=rel_l2(out, ref_plain), nan=bool(torch.isnan(out).any()))
                     # FP8: within 8% of the bf16 layer; w4a8 has no such bound (E2M1's one mantissa
                     # bit alone moves each matrix by ~12%), its figure is reported
-                    row["ok"] = (not row["nan"] and row["rel_l2"] <= 5e-3 and row["cosine"] >= 0.99995
+                    row["ok"] = (not row["nan"] and within_bounds(row["rel_l2"], row["cosine"], quantized)
                                  and (fmt not in FP8_FORMATS or row["rel_l2_unquantized"] <= 0.08))
                     rows.append(row)
                     print(f"{name:18s} {fmt:10s} M={m:5d} {label:17s} relL2={row['rel_l2']:.2e} "
@@ -325,7 +336,7 @@ def unseen(out_dir: Path, tokens=(1, 7, 24, 64, 333), formats=GRAPH_FORMATS, sha
                     err, cos = rel_l2(out, refs[quantized]), cosine(out, refs[quantized])
                     nan = bool(torch.isnan(out).any())
                     record(dict(shape=name, format=fmt, M=m, path=path if path != "auto" else f"auto ({auto})",
-                                window=lo > 0, rel_l2=err, cosine=cos, ok=not nan and err <= 5e-3 and cos >= 0.99995))
+                                window=lo > 0, rel_l2=err, cosine=cos, ok=not nan and within_bounds(err, cos, quantized)))
             m = 7
             x = torch.randn(m, h, device=DEV, generator=gen).to(dt)
             tw, ids = route(torch.randn(m, e, device=DEV, generator=gen), k)

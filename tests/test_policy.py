@@ -337,6 +337,18 @@ def test_check_refuses_without_gpu(capsys):
     assert "needs a CUDA GPU" in capsys.readouterr().out
 
 
+def test_check_bounds_follow_the_paths_activation_quantisation():
+    # The GPU check takes the test suite's bounds: 0.5% rel-L2, or 1% where the path feeds
+    # quantised activations to the FP8 MMA (requantisation flips); NaN fails.
+    from fusedmoe import check
+    assert check.within_bounds(4.9e-3, 0.99999, quantized=False)
+    assert not check.within_bounds(6e-3, 0.99998, quantized=False)
+    assert check.within_bounds(6e-3, 0.99998, quantized=True)
+    assert not check.within_bounds(1.1e-2, 0.99995, quantized=True)
+    assert not check.within_bounds(1e-3, 0.9999, quantized=True)
+    assert not check.within_bounds(float("nan"), 1.0, quantized=True)
+
+
 def test_group_m_only_when_experts_hold_several_blocks():
     # Mixtral TP2 at M=8192: 2048 rows per expert, 16 blocks of 128 -> walk 8 blocks per tile;
     # Qwen3 at M=64: 4 rows per expert, one block each -> the plain order.
