@@ -674,8 +674,8 @@ def legal(path: str, cfg: GroupedConfig | RouteDirectConfig, fmt: str) -> bool:
                                       and dn.max_registers == 0 and dn.block_k >= 16)
     # fp8_block: K steps of whole 128-column scale groups; with block_scale_rows a GEMV tile's rows
     # in one 128-row scale block
-    block_ok = fmt != "fp8_block" or all(t.block_k % 128 == 0 and (t.swap_ab or t.block_n <= 128 or not cfg.block_scale_rows)
-                                         for t in tiles)
+    block_ok = fmt != "fp8_block" or all(
+        t.block_k % 128 == 0 and (t.swap_ab or t.block_n <= 128 or not cfg.block_scale_rows) for t in tiles)
     return (pow2 and caps_ok and block_ok and dn.split_k == 1
             and gu_ok and dn_ok and tiles_ok and fp16_ok and fp4_ok and gluon_ok)
 

@@ -385,6 +385,20 @@ def test_stages_moves_set_one_tiles_depth():
     assert [v for f, v in tune.candidates("route_direct", "bf16") if f == "down_stages"] == [1, 2, 3, 4]
 
 
+def test_block_scale_rows_move_is_fp8_blocks_alone():
+    # The block-scale form of the route-direct GEMVs is a tuner move for fp8_block weights only,
+    # and a table entry without the field takes the scale-row form.
+    assert [v for f, v in tune.candidates("route_direct", "fp8_block") if f == "block_scale_rows"] == [False, True]
+    assert not any(f == "block_scale_rows" for f, _ in tune.candidates("route_direct", "fp8_tensor"))
+    gemv = policy.RouteDirectConfig(policy.Tile(8, 512, 4, 1), policy.Tile(16, 128, 4, 1), pdl=True)
+    per_row = tune.apply(gemv, "block_scale_rows", False)
+    assert not per_row.block_scale_rows and per_row.gate_up == gemv.gate_up
+    assert policy.config_from_json(per_row.json) == per_row
+    fields = json.loads(gemv.json)
+    del fields["block_scale_rows"]
+    assert policy.config_from_json(json.dumps(fields)).block_scale_rows
+
+
 def test_register_cap_moves_set_one_tiles_cap():
     # gate_up_registers / down_registers set one grouped tile's max_registers (PTX .maxnreg);
     # a tile move resets it, legality takes 0 or a multiple of 8 in 24..255.

@@ -463,7 +463,8 @@ def route_down_kernel(
     routes; bias b [E, H] if HAS_BIAS.  A program computes TILES consecutive tiles of BLOCK_N
     rows of H for its token, one K step after another (its routes read once).  With PDL the
     weight tile of its first step is loaded before the wait for gate/up.  STAGES: the step
-    loop's pipeline depth.  SCALE_ROWS (block scales): ``RouteDirectConfig.block_scale_rows``.  TRACE: each program's timeline into trace_ptr (``fusedmoe._trace``)."""
+    loop's pipeline depth.  SCALE_ROWS (block scales): ``RouteDirectConfig.block_scale_rows``.
+    TRACE: each program's timeline into trace_ptr (``fusedmoe._trace``)."""
     trace_mark(trace_ptr, 0, TRACE)
     KP: tl.constexpr = triton.next_power_of_2(TOPK)
     pid = tl.program_id(0)
