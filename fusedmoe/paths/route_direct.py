@@ -43,6 +43,7 @@ def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torc
     pdl = pdl_launch(x.device) if config.pdl else {}
     act = torch.empty((r * inter) if split == 1 else (split * r * 2 * inter), dtype=torch.float32, device=x.device)
     ws, se, sn, mode = scale_args(weights, weights.w13_scale, x)
+    scale_rows = config.block_scale_rows or mode != 2  # only block scales read it: one compile for the rest
     gu_programs, dn_programs = launch_programs(m, k, inter, hidden, config)
     gu_trace = dn_trace = {}
     run = launch
@@ -56,7 +57,7 @@ def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torc
         run = _plain_launch
     gate_up = route_gate_up_mma_kernel if gu.swap_ab else route_gate_up_kernel
     gemv_gate_up = {} if gu.swap_ab else dict(FP16_PRODUCTS=config.fp16_products, STAGES=gu.num_stages,
-                                              SCALE_ROWS=config.block_scale_rows or mode != 2)
+                                              SCALE_ROWS=scale_rows)
     run(gate_up, (gu_programs,),
         x, weights.w13, ws, optional_ptr(weights.w13_bias, x), topk_ids, act, hidden, inter, r, expert_offset,
         e_local, k, x.stride(0), weights.w13.stride(0), weights.w13.stride(1), se, sn,
@@ -72,7 +73,7 @@ def route_direct_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torc
         # down_gluon's products are fp32 wherever it runs (off sm_90 the Triton down stands in)
         gemv_down = {} if dn.swap_ab else dict(TILES=config.down_tiles,
                                                FP16_PRODUCTS=config.fp16_products and not config.down_gluon,
-                                               STAGES=dn.num_stages, SCALE_ROWS=config.block_scale_rows or mode != 2)
+                                               STAGES=dn.num_stages, SCALE_ROWS=scale_rows)
         extra = dict(SPLIT_K=split, ACTIVATION=ACTIVATIONS[activation], num_stages=dn.num_stages if dn.swap_ab else 1,
                      **gemv_down, **dn.register_cap())
     run(down, (dn_programs,),
