@@ -360,12 +360,23 @@ def _down_weights(w_ptr, ws_ptr, e, held, t0, it, steps, offs_n, offs_k, H, I, s
 
 
 @triton.jit
+def _route_chunk_dots(w, a, KP: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """Dot products per FP16_CHUNK columns [KP, BLOCK_N, BLOCK_K / FP16_CHUNK] of FP8 weight tiles
+    w [KP, BLOCK_N, BLOCK_K] with the routes' act rows a [KP, BLOCK_K] (fp32), in packed fp16 as
+    ``_chunk_dots_fp16``, each route's row under its own chunk scales."""
+    NC: tl.constexpr = BLOCK_K // FP16_CHUNK
+    a16, scale = _fp16_chunks(a, KP, BLOCK_K)
+    w16 = tl.reshape(w.to(tl.float16), (KP, BLOCK_N, NC, FP16_CHUNK // 2, 2))
+    return _pair_sums(w16, a16[:, None, :, :, :]) * scale[:, None, :]
+
+
+@triton.jit
 def _down_step(act_ptr, w, r, held, row_ok, k0, offs_k, offs_g, s_rows, s_base, I, R, KP: tl.constexpr,
                W_SCALE: tl.constexpr, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, BLOCK_N: tl.constexpr,
                BLOCK_K: tl.constexpr, FP16_PRODUCTS: tl.constexpr, SCALE_ROWS: tl.constexpr):
     """One K step of route_down_kernel: the token's per-route products [KP, BLOCK_N] of weight
     tile w [KP, BLOCK_N, BLOCK_K] (loaded) with the routes' act columns k0 + offs_k (FP16_PRODUCTS:
-    as ``_chunk_dots_fp16``, each route's act row under its own chunk scales).  Block scales
+    ``_route_chunk_dots``).  Block scales
     (W_SCALE == 2): with SCALE_ROWS the tile's rows lie in one 128-row scale block, whose row for
     each route's expert starts at s_rows [KP], loaded first; else each weight row's scales at
     s_base [KP, BLOCK_N] (masked by row_ok), loaded after the products."""
@@ -378,10 +389,7 @@ def _down_step(act_ptr, w, r, held, row_ok, k0, offs_k, offs_g, s_rows, s_base, 
     a = _load_act(act_ptr, r, held, kk, I, R, SPLIT_K, ACTIVATION)
     g = k0 // 128 + offs_g
     if FP16_PRODUCTS:
-        NC: tl.constexpr = BLOCK_K // FP16_CHUNK
-        a16, scale = _fp16_chunks(a, KP, BLOCK_K)
-        w16 = tl.reshape(w.to(tl.float16), (KP, BLOCK_N, NC, FP16_CHUNK // 2, 2))
-        chunk = _pair_sums(w16, a16[:, None, :, :, :]) * scale[:, None, :]  # [KP, BLOCK_N, NC]
+        chunk = _route_chunk_dots(w, a, KP, BLOCK_N, BLOCK_K)
         return _scaled_sums(chunk, s_base[:, :, None] + g[None, None, :],
                             row_ok[:, :, None] & (g * 128 < I)[None, None, :], W_SCALE, BLOCK_K // 128)
     w = tl.reshape(w.to(tl.float32), (KP * BLOCK_N, BLOCK_K))
@@ -400,10 +408,7 @@ def _down_products(act_ptr, w, r, held, kk, scales, I, R, KP: tl.constexpr, SPLI
     a = _load_act(act_ptr, r, held, kk, I, R, SPLIT_K, ACTIVATION)
     G: tl.constexpr = BLOCK_K // 128
     if FP16_PRODUCTS:
-        NC: tl.constexpr = BLOCK_K // FP16_CHUNK
-        a16, scale = _fp16_chunks(a, KP, BLOCK_K)
-        w16 = tl.reshape(w.to(tl.float16), (KP, BLOCK_N, NC, FP16_CHUNK // 2, 2))
-        chunk = _pair_sums(w16, a16[:, None, :, :, :]) * scale[:, None, :]  # [KP, BLOCK_N, NC]
+        chunk = _route_chunk_dots(w, a, KP, BLOCK_N, BLOCK_K)
         return tl.sum(_group_sums(chunk, G) * scales, axis=-1)
     parts = w.to(tl.float32) * a[:, None, :]
     return tl.sum(_group_sums(parts, G) * scales, axis=-1)
