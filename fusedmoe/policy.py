@@ -585,7 +585,9 @@ W4A8_ROUTE_DIRECT_MAX_SHARING = 2.4
 # 1.035x, none past 5%), where 64 routes at 2.0 took 1.0026x with 3 past 5%.  Then on three more
 # fp8_tensor layers out of that sample (s50 call 3; 3.1-11.8 MB, 26-84 routes, 1.97-2.34) they took
 # 1.0001x in all 11 cases (at most 1.001x), the s49 rule 1.028x with 3 past 5%: route-direct won to
-# 2.15-2.17 (0.93-0.98x) and lost or tied from 2.22 (1.00-1.05x).
+# 2.15-2.17 (0.93-0.98x) and lost or tied from 2.22 (1.00-1.05x).  fp8_block's limit was re-checked
+# once its GEMVs read one block-scale row per K step (s51 call 3, the seven layers, 28 cases): it took
+# 1.0079x the faster path (1 past 5%), fp8_tensor's limit 1.0131x (2 past 5%), so it stays.
 FP8_SMALL_EXPERT_BYTES = 12e6
 FP8_SMALL_EXPERT_MAX_SHARING = 1.8
 FP8_SMALL_EXPERT_MAX_TOKENS = 32
