@@ -46,12 +46,23 @@ from .paths.grouped import gluon_runs_on
 MAX_REL_L2 = 0.01
 
 
+# FP8 GEMV gate/up tiles whose K steps hold each program's whole row range of a 4096-wide H
+# (or a 2048-wide step) in flight at once, each under the register cap that lets 3 (8 warps),
+# 4 or 6-8 programs share an SM; compiled for sm_90 they do not spill (fp8_block at 4 x 4096
+# split 2: 2-4 spill instructions).  Uncapped, 4 x 4096 takes 96-100 registers (2 programs an
+# SM), and the descent, moving tile and caps one at a time, never timed it capped.
+GATE_UP_WIDE = tuple(policy.Tile(bn, bk, warps, 1, split, max_registers=cap) for bn, bk, warps, cap, split in (
+    (4, 4096, 8, 80, 1), (4, 4096, 8, 80, 2), (2, 4096, 8, 0, 1), (2, 4096, 4, 80, 1), (4, 2048, 4, 80, 1),
+    (2, 2048, 4, 0, 1)))
+
+
 def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
     """(field, value) moves of the coordinate descent: 'gate_up'/'down' tiles, 'block_m',
     'group_m', grouped 'tail_m' and 'gate_up_registers' / 'down_registers' (a tile's
     max_registers), route-direct 'pdl', 'down_tiles', 'gate_up_stages' /
     'down_stages' (a tile's num_stages), 'register_caps' (both tiles' max_registers at once),
-    'down_gluon', (FP8) 'fp16_products' and (fp8_block) 'block_scale_rows', grouped FP8 'block_m+gate_up' (both at
+    'down_gluon', (FP8) 'gate_up_wide' (a GEMV gate/up tile and its register cap:
+    ``GATE_UP_WIDE``), 'fp16_products' and (fp8_block) 'block_scale_rows', grouped FP8 'block_m+gate_up' (both at
     once: value (BLOCK_M, gate/up tile)), grouped fp8_tensor 'gluon' (value: a Gluon tile set of
     ``policy.GLUON_SETS``, or False: off)."""
     fp8 = fmt in FP8_FORMATS  # e4m3 weights (route-direct's tensor-core down, fp16 products)
@@ -72,6 +83,9 @@ def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
         # session); 33 of the 48 entries that moved in the fourteenth session's re-tune took one
         for bn, bk, split in itertools.product((2, 4, 8), (512, 1024), (1, 2)):
             yield "gate_up", policy.Tile(bn, bk, 4, 1, split)
+        if fp8:
+            for tile in GATE_UP_WIDE:
+                yield "gate_up_wide", tile
         for bn, bk, split in itertools.product((16, 32, 64), (128, 256), (1, 2, 4)):  # tensor-core form
             if bn * bk <= 8192:  # FP8 at 64 x 256 spills (scripts/compile_check.py)
                 yield "gate_up", policy.Tile(bn, bk, 4, 3, split, swap_ab=True)
@@ -157,7 +171,9 @@ def apply(cfg, field: str, value, promote_k: int | None = None):
     kernels; a route-direct tensor-core down takes
     down_tiles 1; with both kernels tensor-core forms, fp16_products False)."""
     tile, _, part = field.rpartition("_")
-    if part in TILE_FIELD_MOVES and tile in ("gate_up", "down"):  # one field of one tile
+    if field == "gate_up_wide":  # a gate/up tile with its own register cap
+        cfg = dataclasses.replace(cfg, gate_up=value)
+    elif part in TILE_FIELD_MOVES and tile in ("gate_up", "down"):  # one field of one tile
         tile_cfg = dataclasses.replace(getattr(cfg, tile), **{TILE_FIELD_MOVES[part]: value})
         cfg = dataclasses.replace(cfg, **{tile: tile_cfg})
     elif field == "register_caps":  # route-direct: (gate/up cap, down cap)

@@ -473,8 +473,14 @@ def test_down_tiles_moves():
     assert not policy.legal("route_direct", dataclasses.replace(gemv, down_tiles=0), "fp8_tensor")
     fields = {f for f, _ in tune.candidates("route_direct", "fp8_tensor")}
     assert {"pdl", "gate_up", "down", "down_tiles", "fp16_products", "gate_up_stages", "down_stages",
-            "register_caps", "down_gluon"} == fields
+            "register_caps", "down_gluon", "gate_up_wide"} == fields
     assert "down_gluon" not in {f for f, _ in tune.candidates("route_direct", "w4a8")}
+    assert "gate_up_wide" not in {f for f, _ in tune.candidates("route_direct", "bf16")}
+    capped = dataclasses.replace(gemv, down=policy.Tile(16, 128, 4, 1, max_registers=96))
+    for tile in tune.GATE_UP_WIDE:  # the tile with its own cap; the down's cap stays
+        wide = tune.apply(capped, "gate_up_wide", tile)
+        assert wide.gate_up == tile and wide.down.max_registers == 96
+        assert policy.legal("route_direct", wide, "fp8_tensor") and policy.legal("route_direct", wide, "fp8_block")
     assert "fp16_products" not in {f for f, _ in tune.candidates("route_direct", "bf16")}
     half = tune.apply(gemv, "fp16_products", True)
     assert half.fp16_products and policy.legal("route_direct", half, "fp8_tensor")
