@@ -46,14 +46,16 @@ from .paths.grouped import gluon_runs_on
 MAX_REL_L2 = 0.01
 
 
-# FP8 GEMV gate/up tiles whose K steps hold each program's whole row range of a 4096-wide H
-# (or a 2048-wide step) in flight at once, each under the register cap that lets 3 (8 warps),
-# 4 or 6-8 programs share an SM; compiled for sm_90 they do not spill (fp8_block at 4 x 4096
-# split 2: 2-4 spill instructions).  Uncapped, 4 x 4096 takes 96-100 registers (2 programs an
-# SM), and the descent, moving tile and caps one at a time, never timed it capped.
-GATE_UP_WIDE = tuple(policy.Tile(bn, bk, warps, 1, split, max_registers=cap) for bn, bk, warps, cap, split in (
-    (4, 4096, 8, 80, 1), (4, 4096, 8, 80, 2), (2, 4096, 8, 0, 1), (2, 4096, 4, 80, 1), (4, 2048, 4, 80, 1),
-    (2, 2048, 4, 0, 1)))
+# FP8 GEMV gate/up tiles of 4 warps with K steps of 2048-4096 columns, each under its own
+# register cap (6-8 programs an SM; no spills for sm_90), which the route-direct tile moves (4-warp
+# steps of 512-1024) and the caps, moved one at a time, do not reach.  From the PEERS FP8
+# entries at M 1, 2 (fifty-second session, H100): two of 20 moved, 0.944-0.966x the time
+# (Hunyuan TP8 fp8_block M=1 at 2 x 2048, Qwen3-30B fp8_tensor M=2 at 4 x 2048 capped at 80).
+# 8-warp tiles holding a program's rows of a 4096-wide H in one step (4 x 4096 at 80
+# registers, 3 programs an SM) were tried with them and lost in all 20 (Hunyuan TP8
+# fp8_tensor M=1 10.71 -> 11.30 us): a single DRAM round trip a program does not pay.
+GATE_UP_WIDE = tuple(policy.Tile(bn, bk, 4, 1, 1, max_registers=cap) for bn, bk, cap in (
+    (2, 4096, 80), (4, 2048, 80), (2, 2048, 0)))
 
 
 def candidates(path: str, fmt: str) -> Iterator[tuple[str, object]]:
