@@ -5,13 +5,16 @@
 # (bench.kernels; M=16 ran at 0.98x vLLM on the H200, forty-second session), then the tuner's
 # `gate_up_wide` move from each PEERS FP8 entry at the M given by TOKENS (default 4) and, if an entry
 # moved, the decode bench on the start and tuned tables in turn start, tuned, tuned, start.
+# KERNELS=0 skips the GPT-OSS step.
 if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   exec bash benchmarks/results/H200/2026-12-07-s52/call1.sh
 fi
 R=${R:-/tmp/r1}; LIMIT=${LIMIT:-585}; . scripts/call_setup.sh
-timeout 120 python -m fusedmoe.bench.kernels --shape gpt_oss_120b_tp4 --formats bf16 --tokens 8,16,32 --path auto \
-  --out $R/kernels > $R/kernels.log 2>&1
-step "kernels rc $?"
+if [ "${KERNELS:-1}" != 0 ]; then
+  timeout 120 python -m fusedmoe.bench.kernels --shape gpt_oss_120b_tp4 --formats bf16 --tokens 8,16,32 --path auto \
+    --out $R/kernels > $R/kernels.log 2>&1
+  step "kernels rc $?"
+fi
 M=${TOKENS:-4}
 cp $T $R/route_direct_start.json
 timeout ${TUNE_S:-260} python -m fusedmoe tune --shape peers --formats fp8_tensor,fp8_block --tokens $M \
