@@ -27,7 +27,7 @@ if [ "$DEV" = NVIDIA_H200 ]; then
   wait $PW; step "plan compiled rc $?"
   timeout 60 python -m fusedmoe.bench.plan $G --out $R/plan > $R/plan.log 2>&1; step "plan rc $?"
   left=$(( LIMIT - 30 - $(el) ))
-  [ $left -gt 120 ] && { timeout $left python -m pytest tests -q -rf -n 8 > $R/tests.log 2>&1; step "tests rc $?"; }
+  [ $left -gt 120 ] && { timeout $left python -m pytest tests -q -rf $(python -c "import xdist" 2>/dev/null && echo "-n 8") > $R/tests.log 2>&1; step "tests rc $?"; }
   finish; exit 0
 fi
 [ "${KERNELS:-1}" != 0 ] && kernels
