@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fifty-third session's device calls.  On an H200: issue 4's figures on the head (auto over the PEERS
-# shapes x bf16, fp8_tensor, fp8_block at M 1..8 and 16..512), then where GPT-OSS TP4 bf16 M 8..32
+# shapes x bf16, fp8_tensor, fp8_block at M 1..8, then 16..512 after the next step), where GPT-OSS TP4 bf16 M 8..32
 # spends its time per kernel (bench.kernels; M=16 ran at 0.98x vLLM on the H200 in the forty-second
 # session, at the floor on an H100 in this session's first call), the plan's time over 8..2048
 # routes x 8..512 experts and the test suite as far as the call's time allows.  On any other card:
@@ -22,8 +22,8 @@ if [ "$DEV" = NVIDIA_H200 ]; then
       --tokens $1 --shape peers --replays 10 --out $R/$2 > $R/$2.log 2>&1
   }
   bench 1,2,4,8 decode 150; step "decode rc $?"
-  bench 16,32,64,128,512 m16_512 170; step "m16_512 rc $?"
   kernels
+  bench 16,32,64,128,512 m16_512 170; step "m16_512 rc $?"
   wait $PW; step "plan compiled rc $?"
   timeout 60 python -m fusedmoe.bench.plan $G --out $R/plan > $R/plan.log 2>&1; step "plan rc $?"
   left=$(( LIMIT - 30 - $(el) ))
