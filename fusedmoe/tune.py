@@ -49,8 +49,9 @@ MAX_REL_L2 = 0.01
 # FP8 GEMV gate/up tiles of 4 warps with K steps of 2048-4096 columns, each under its own
 # register cap (6-8 programs an SM; no spills for sm_90), which the route-direct tile moves (4-warp
 # steps of 512-1024) and the caps, moved one at a time, do not reach.  From the PEERS FP8
-# entries at M 1, 2 (fifty-second session, H100): two of 20 moved, 0.944-0.966x the time
-# (Hunyuan TP8 fp8_block M=1 at 2 x 2048, Qwen3-30B fp8_tensor M=2 at 4 x 2048 capped at 80).
+# entries at M 1, 2, 4, 8 (fifty-second and fifty-third sessions, H100): four of 40 moved,
+# 0.944-0.977x the time (Hunyuan TP8 fp8_block M=1 at 2 x 2048 and M=8 at 2 x 4096 capped at 80,
+# Qwen3-30B fp8_tensor M=2 and 4 at 4 x 2048 capped at 80).
 # 8-warp tiles holding a program's rows of a 4096-wide H in one step (4 x 4096 at 80
 # registers, 3 programs an SM) were tried with them and lost in all 20 (Hunyuan TP8
 # fp8_tensor M=1 10.71 -> 11.30 us): a single DRAM round trip a program does not pay.
