@@ -32,13 +32,5 @@ if [ "$DEV" = NVIDIA_H200 ]; then
 fi
 [ "${KERNELS:-1}" != 0 ] && kernels
 M=${TOKENS:-4}
-cp $T $R/route_direct_start.json
-timeout ${TUNE_S:-260} python -m fusedmoe tune --shape peers --formats fp8_tensor,fp8_block --tokens $M \
-  --paths route_direct --moves gate_up_wide --force --budget-min ${BUDGET_MIN:-4} --log $R/tune.jsonl > $R/tune.log 2>&1
-step "tune rc $?"
-cp $T $R/route_direct_tuned.json
-if same_configs $R/route_direct_start.json $R/route_direct_tuned.json; then step "no entry moved"; finish; exit 0; fi
-bench_in_turn "python -m fusedmoe bench --routing softmax --no-check --paths auto --formats fp8_tensor,fp8_block --tokens $M --shape peers --replays 10" \
-  60 start tuned tuned start
-cp $R/route_direct_start.json $T
+tune_and_ab gate_up_wide $M ${TUNE_S:-260} ${BUDGET_MIN:-4} $M 60 fp8_tensor,fp8_block
 finish
