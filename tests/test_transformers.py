@@ -5,7 +5,7 @@ import warnings
 
 import pytest
 import torch
-from conftest import ACT_DTYPE
+from conftest import ACT_DTYPE, DEVICE
 
 pytest.importorskip("transformers", minversion="5.0")
 from transformers import DeepseekV3Config, GptOssConfig, MixtralConfig, Qwen3MoeConfig  # noqa: E402
@@ -48,13 +48,13 @@ def make_experts(arch, dtype=ACT_DTYPE, implementation="eager"):
     with torch.no_grad():
         for p in module.parameters():
             p.copy_(torch.randn_like(p) * 0.1)
-    return module.to(dtype).eval(), config
+    return module.to(DEVICE, dtype).eval(), config
 
 
 def route(module, tokens, top_k):
     """Distinct experts per token and softmax weights."""
-    ids = torch.rand(tokens, module.num_experts).argsort(dim=1)[:, :top_k]
-    return ids, torch.softmax(torch.randn(tokens, top_k), dim=-1)
+    ids = torch.rand(tokens, module.num_experts, device=DEVICE).argsort(dim=1)[:, :top_k]
+    return ids, torch.softmax(torch.randn(tokens, top_k, device=DEVICE), dim=-1)
 
 
 def eager_float64(module, x, ids, weights):
@@ -78,7 +78,7 @@ def test_registered_implementation_matches_the_models_experts(arch, tokens):
     name = register()
     module, config = make_experts(arch, implementation=name)
     ids, weights = route(module, tokens, config.num_experts_per_tok)
-    x = torch.randn(tokens, config.hidden_size).to(ACT_DTYPE)
+    x = torch.randn(tokens, config.hidden_size, device=DEVICE).to(ACT_DTYPE)
     with torch.no_grad():
         got = module(x, ids, weights)
     assert got.dtype == x.dtype and got.shape == x.shape and hasattr(module, "_fusedmoe_weights")  # ours ran
@@ -92,7 +92,7 @@ def test_quantising_registration_is_from_dense():
     for arch in ("qwen3_moe", "gpt_oss"):
         module, config = make_experts(arch, implementation=name)
         ids, weights = route(module, 4, config.num_experts_per_tok)
-        x = torch.randn(4, config.hidden_size).to(ACT_DTYPE)
+        x = torch.randn(4, config.hidden_size, device=DEVICE).to(ACT_DTYPE)
         with torch.no_grad():
             got = module(x, ids, weights)
         w13, w2 = module.gate_up_proj.detach(), module.down_proj.detach()
@@ -112,9 +112,9 @@ def fp8_checkpoint(block_size, hidden=256, inter=128, experts=3):
     """An FP8Experts module holding fusedmoe's quantisation of random dense weights."""
     config = MixtralConfig(hidden_size=hidden, intermediate_size=inter, num_local_experts=experts,
                            num_experts_per_tok=2)
-    module = FP8Experts(config, block_size=block_size)
-    dense = ExpertWeights.from_dense(torch.randn(experts, 2 * inter, hidden) * 0.1,
-                                     torch.randn(experts, hidden, inter) * 0.1,
+    module = FP8Experts(config, block_size=block_size).to(DEVICE)
+    dense = ExpertWeights.from_dense(torch.randn(experts, 2 * inter, hidden, device=DEVICE) * 0.1,
+                                     torch.randn(experts, hidden, inter, device=DEVICE) * 0.1,
                                      "fp8_block" if block_size else "fp8_tensor")
     s13 = dense.w13_scale if block_size else dense.w13_scale[:, None, None].expand(experts, 2, 1)
     s2 = dense.w2_scale if block_size else dense.w2_scale[:, None, None]
@@ -135,7 +135,7 @@ def test_fp8_experts_are_read_as_they_are(block_size):
         assert torch.equal(a.view(torch.uint8), b.view(torch.uint8))
     assert torch.equal(weights.w13_scale, dense.w13_scale) and torch.equal(weights.w2_scale, dense.w2_scale)
     ids, tw = route(module, 3, 2)
-    x = torch.randn(3, 256).to(ACT_DTYPE)
+    x = torch.randn(3, 256, device=DEVICE).to(ACT_DTYPE)
     assert torch.equal(experts_forward(module, x, ids, tw), fused_moe(x, dense, tw, ids))
 
 
@@ -152,7 +152,7 @@ def test_fp8_experts_with_a_scale_per_half_are_requantised_to_the_larger():
     got = weights.w13.float() * weights.w13_scale[:, None, None]
     assert rel_l2(got[:, 128:], halves[:, 128:]) < 0.04  # one e4m3 rounding of the up half
     ids, tw = route(module, 3, 2)
-    x = torch.randn(3, 256).to(ACT_DTYPE)
+    x = torch.randn(3, 256, device=DEVICE).to(ACT_DTYPE)
     want = moe_reference(x, ExpertWeights("fp16", halves.half(), dense.dequantize()[1].half()), tw, ids)
     check_close(experts_forward(module, x, ids, tw), want, max_rel_l2=0.08, min_cosine=0.99)
 
@@ -172,7 +172,7 @@ def test_weights_are_kept_until_a_parameter_changes():
     assert expert_weights(module)[0] is first
     assert first.w13.data_ptr() == module.gate_up_proj.data_ptr()  # 16-bit, same layout: wrapped, no copy
     ids, tw = route(module, 2, 2)
-    x = torch.randn(2, config.hidden_size).to(ACT_DTYPE)
+    x = torch.randn(2, config.hidden_size, device=DEVICE).to(ACT_DTYPE)
     before = experts_forward(module, x, ids, tw)
     with torch.no_grad():
         module.down_proj.mul_(2)  # in place: the version counter moves
@@ -188,9 +188,9 @@ def test_expert_parallel_sentinels_contribute_nothing():
     module, config = make_experts("qwen3_moe")
     module._is_expert_parallel = True
     ids, tw = route(module, 5, 3)
-    x = torch.randn(5, config.hidden_size).to(ACT_DTYPE)
-    away = torch.rand(ids.shape) < 0.4
-    sentinel = torch.where(away, module.num_experts + torch.randint(0, 3, ids.shape), ids)
+    x = torch.randn(5, config.hidden_size, device=DEVICE).to(ACT_DTYPE)
+    away = torch.rand(ids.shape, device=DEVICE) < 0.4
+    sentinel = torch.where(away, module.num_experts + torch.randint(0, 3, ids.shape, device=DEVICE), ids)
     dropped = torch.where(away, -1, ids)
     assert torch.equal(experts_forward(module, x, sentinel, tw), experts_forward(module, x, dropped, tw))
 
@@ -198,7 +198,7 @@ def test_expert_parallel_sentinels_contribute_nothing():
 def test_float32_experts_run_in_bf16():
     module, config = make_experts("deepseek_v3", dtype=torch.float32)
     ids, tw = route(module, 3, 4)
-    x = torch.randn(3, config.hidden_size)
+    x = torch.randn(3, config.hidden_size, device=DEVICE)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the interpreter's bf16 stand-in warns
         got = experts_forward(module, x, ids, tw)
@@ -211,8 +211,8 @@ def test_a_whole_model_runs_on_the_registered_implementation():
 
     config = MixtralConfig(vocab_size=96, hidden_size=64, intermediate_size=40, num_hidden_layers=2,
                            num_attention_heads=4, num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2)
-    model = MixtralForCausalLM(config).to(ACT_DTYPE).eval()
-    tokens = torch.randint(0, 96, (2, 5))
+    model = MixtralForCausalLM(config).to(DEVICE, ACT_DTYPE).eval()
+    tokens = torch.randint(0, 96, (2, 5), device=DEVICE)
     exact = copy.deepcopy(model).double()
     exact.set_experts_implementation("eager")
     model.set_experts_implementation(register())
