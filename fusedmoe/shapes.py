@@ -165,7 +165,8 @@ def _moe_section(cfg: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def shape_from_hf_config(path_or_dict: str | os.PathLike | Mapping[str, Any], name: str | None = None) -> MoEShape:
-    """MoEShape from a HF ``config.json`` (a file, a directory holding one, or the parsed dict).
+    """MoEShape from a HF ``config.json`` (a file, a directory holding one, the parsed dict, or a
+    config object with ``to_dict()``, as transformers' ``PretrainedConfig``).
 
     Keys read: experts (num_experts / n_routed_experts / num_local_experts), top_k
     (num_experts_per_tok), hidden_size, I (moe_intermediate_size, else intermediate_size),
@@ -174,6 +175,10 @@ def shape_from_hf_config(path_or_dict: str | os.PathLike | Mapping[str, Any], na
     """
     if isinstance(path_or_dict, Mapping):
         cfg, source = path_or_dict, "config dict"
+    elif callable(getattr(path_or_dict, "to_dict", None)):
+        cfg, source = path_or_dict.to_dict(), type(path_or_dict).__name__
+        if not isinstance(cfg, Mapping):
+            raise TypeError(f"path_or_dict: {source}.to_dict() gave a {type(cfg).__name__}, expected a dict")
     elif isinstance(path_or_dict, (str, os.PathLike)):
         path = os.fspath(path_or_dict)
         if os.path.isdir(path):
@@ -189,7 +194,8 @@ def shape_from_hf_config(path_or_dict: str | os.PathLike | Mapping[str, Any], na
         if not isinstance(cfg, Mapping):
             raise ValueError(f"path_or_dict: {path!r} holds a JSON {type(cfg).__name__}, expected an object")
     else:
-        raise TypeError(f"path_or_dict: expected a path or a dict, got {type(path_or_dict).__name__}")
+        raise TypeError(f"path_or_dict: expected a path, a dict or a config with to_dict(), "
+                        f"got {type(path_or_dict).__name__}")
 
     sec = _moe_section(cfg)
     experts = _first(sec, _EXPERT_KEYS, "number of routed experts", source)

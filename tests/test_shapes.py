@@ -140,6 +140,22 @@ def test_gpt_oss_config_marks_its_activation():
     assert _facts(s) == (128, 4, 2880, 2880) and s.activation == "swiglu_oai"
 
 
+def test_config_objects_with_to_dict():
+    # transformers' PretrainedConfig (and anything with to_dict()) is read as its dict
+    class Config:
+        def to_dict(self):
+            return dict(MIXTRAL)
+
+    assert _facts(shape_from_hf_config(Config())) == (8, 2, 4096, 14336)
+
+    class Broken:
+        def to_dict(self):
+            return [1]
+
+    with pytest.raises(TypeError, match="to_dict"):
+        shape_from_hf_config(Broken())
+
+
 def test_per_layer_lists():
     cfg = {**MIXTRAL, "num_experts_per_tok": [2, 2, 2]}
     assert shape_from_hf_config(cfg).top_k == 2

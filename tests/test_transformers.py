@@ -223,6 +223,14 @@ def test_a_whole_model_runs_on_the_registered_implementation():
     check_close(got, want, max_rel_l2=2e-2, min_cosine=0.9995)  # attention and norms in fp16 too
 
 
+def test_shape_from_a_transformers_config():
+    from fusedmoe.shapes import shape_from_hf_config
+
+    shape = shape_from_hf_config(ARCHES["qwen3_moe"][1]())
+    assert (shape.num_experts, shape.top_k, shape.hidden_size, shape.intermediate_size) == (6, 3, 64, 24)
+    assert shape.activation == "silu" and shape_from_hf_config(ARCHES["gpt_oss"][1]()).activation == "swiglu_oai"
+
+
 def test_what_fusedmoe_does_not_compute_is_named():
     module, _ = make_experts("mixtral")
     module.act_fn = torch.nn.ReLU()
