@@ -214,6 +214,8 @@ def fused_moe(x: torch.Tensor, weights: ExpertWeights, topk_weights: torch.Tenso
     each global id, -1 where not held.  The ids are remapped by a few small torch ops first;
     a contiguous window (expert_offset) costs nothing.
     """
+    if not isinstance(check_ids, bool):
+        raise TypeError(f"check_ids: expected a bool, got {type(check_ids).__name__}")
     if expert_map is not None:
         topk_ids, num_experts = _apply_expert_map(expert_map, topk_ids, weights, expert_offset, num_local_experts,
                                                   num_experts, check_ids)

@@ -60,6 +60,8 @@ def test_bad_keywords(layer):
         fused_moe(x, w, tw, ids, out=torch.empty_like(x, dtype=torch.float32))
     with pytest.raises(ValueError, match="shared_output: expected shape"):
         fused_moe(x, w, tw, ids, shared_output=torch.empty(3, 5, device=x.device))
+    with pytest.raises(TypeError, match="check_ids: expected a bool"):
+        fused_moe(x, w, tw, ids, check_ids="no")  # a non-empty string would have read as True
     with pytest.raises(TypeError, match="config: path 'grouped'"):
         from fusedmoe.policy import RouteDirectConfig, Tile
         fused_moe(x, w, tw, ids, path="grouped", config=RouteDirectConfig(Tile(8, 64), Tile(8, 64)))
