@@ -111,6 +111,10 @@ class ExpertWeights:
             if not w.numel():  # before quantising: an empty expert has no amax
                 raise ValueError(f"{name}: expected no zero-sized dimension, got shape {tuple(w.shape)}")
         biases = dict(w13_bias=_bias("w13_bias", w13_bias), w2_bias=_bias("w2_bias", w2_bias))
+        if format not in _PLAIN_DTYPE:  # a NaN or inf amax would make its scale, and every code it scales, wrong
+            for name, w in (("w13", w13), ("w2", w2)):
+                if w.device.type != "meta" and not bool(w.isfinite().all()):
+                    raise ValueError(f"{name}: expected finite weights to quantise into {format!r}, got NaN or inf")
         if format in _PLAIN_DTYPE:
             dt = _PLAIN_DTYPE[format]
             for name, w in (("w13", w13), ("w2", w2)):
@@ -165,8 +169,12 @@ class ExpertWeights:
         if format == "w4a8" and isinstance(w13, torch.Tensor) and isinstance(w2, torch.Tensor) and w2.dim() == 3 \
                 and w13.dim() == 3 and w2.shape[2] * 2 == w13.shape[1] // 2:  # a checkpoint's [E, H, I/2]
             w2 = _fp4_group_rows(w2)
-        return cls(format, w13, w2, w13_scale, w2_scale, _bias("w13_bias", w13_bias),
-                   _bias("w2_bias", w2_bias))
+        weights = cls(format, w13, w2, w13_scale, w2_scale, _bias("w13_bias", w13_bias), _bias("w2_bias", w2_bias))
+        for name, scale in (("w13_scale", weights.w13_scale), ("w2_scale", weights.w2_scale)):
+            if scale is not None and scale.is_floating_point() and scale.device.type != "meta" \
+                    and not bool(scale.isfinite().all()):
+                raise ValueError(f"{name}: expected finite scales, got NaN or inf")
+        return weights
 
     def _check(self) -> None:
         """Raise, naming the field, unless the tensors are what the format stores (see the class)."""

@@ -90,6 +90,13 @@ def test_weights_validation(device):
             ExpertWeights.from_dense(w13[:, :0], w2[:, :, :0], fmt)
     with pytest.raises(ValueError, match="w2_bias: expected a 2-D"):
         ExpertWeights.from_dense(w13, w2, "fp16", w2_bias=torch.zeros(32, device=device))
+    # non-finite weights or scales would quantise or scale every code of their block wrong
+    for fmt, bad in (("fp8_tensor", float("nan")), ("fp8_block", float("inf")), ("w4a8", float("-inf"))):
+        with pytest.raises(ValueError, match=f"w2: expected finite weights to quantise into '{fmt}'"):
+            ExpertWeights.from_dense(w13, w2.index_fill(2, torch.tensor([3], device=device), bad), fmt)
+    assert ExpertWeights.from_dense(w13, w2 * float("nan"), "fp16").w2.isnan().all()  # plain: kept as given
+    with pytest.raises(ValueError, match="w13_scale: expected finite scales"):
+        ExpertWeights.from_quantized("fp8_block", q.w13, q.w2, q.w13_scale / 0, q.w2_scale)
 
 
 def test_weights_constructor_checked(device):
