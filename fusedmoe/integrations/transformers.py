@@ -31,12 +31,12 @@ What it reads (the attributes ``use_experts_implementation`` sets on every exper
   ``NotImplementedError`` naming what is missing.
 
 The converted :class:`ExpertWeights` is kept on the module and rebuilt when a parameter is
-replaced or changed in place (its storage, shape, dtype or version counter).  Beside the
-module's own parameters, so a copy (GPT-OSS's layout, a quantising ``format``) holds the experts
-twice in memory.  Under expert
-parallelism (the module's ``_is_expert_parallel``) ids outside the local experts, the
-sentinels transformers writes there, contribute nothing.  The op has no backward: this is for
-inference (``torch.no_grad``).
+replaced or changed in place (its storage, shape or version counter).  It lives beside the
+module's own parameters, so a copy (GPT-OSS's layout, a quantising ``format``) holds the
+experts twice in memory.  The ids are the model router's and are not range-checked (that would
+be a host sync per layer): an id outside the module's experts contributes nothing, as the ids
+of other ranks' experts under transformers' expert parallelism do.  The op has no backward:
+this is for inference (``torch.no_grad``).
 """
 
 from __future__ import annotations
@@ -54,6 +54,9 @@ _SILU = {"SiLU", "SiLUActivation"}
 _GELU_TANH = {"GELUTanh", "PytorchGELUTanh", "NewGELUActivation", "FastGELUActivation"}
 _OAI_ALPHA, _OAI_LIMIT = 1.702, 7.0  # fusedmoe's "swiglu_oai" (reference.OAI_ALPHA, OAI_LIMIT)
 _FP8_BLOCK = 128
+# The tensors an experts module is converted from (expert_weights rebuilds when one changes).
+_PARAM_NAMES = ("gate_up_proj", "down_proj", "gate_up_proj_bias", "down_proj_bias", "gate_up_proj_scale_inv",
+                "down_proj_scale_inv")
 
 
 def register(name: str = "fusedmoe", *, format: str | None = None, path: str = "auto") -> str:
@@ -87,26 +90,33 @@ def experts_forward(module: torch.nn.Module, hidden_states: torch.Tensor, top_k_
         x = x.to(weights.w13.dtype)
     elif x.dtype not in (torch.bfloat16, torch.float16):
         x = x.to(torch.bfloat16)
-    expert_parallel = bool(getattr(module, "_is_expert_parallel", False))
-    out = fused_moe(x, weights, top_k_weights, top_k_index, activation=activation, path=path,
-                    check_ids=not expert_parallel)
+    # the ids come from the model's router (expert parallelism: ids of other ranks' experts past
+    # the local ones, which contribute nothing): no id check, so no host sync in the layer
+    out = fused_moe(x, weights, top_k_weights, top_k_index, activation=activation, path=path, check_ids=False)
     return out.to(hidden_states.dtype)
 
 
 def expert_weights(module: torch.nn.Module, format: str | None = None) -> tuple[ExpertWeights, str]:
     """(the module's experts as :class:`ExpertWeights`, fusedmoe's name of their activation),
     built at the first call and kept on the module until one of its parameters changes."""
-    params = [getattr(module, n, None) for n in ("gate_up_proj", "down_proj", "gate_up_proj_bias", "down_proj_bias",
-                                                 "gate_up_proj_scale_inv", "down_proj_scale_inv")]
-    key = (format,) + tuple(None if p is None else (p.data_ptr(), p._version, p.dtype, tuple(p.shape), p.device)
-                            for p in params)
-    cached = getattr(module, "_fusedmoe_weights", None)
-    if cached is not None and cached[0] == key:
-        return cached[1], cached[2]
+    tensors = tuple(_tensor_attr(module, n) for n in _PARAM_NAMES)
+    key = (format,) + tuple(None if t is None else (t.data_ptr(), t._version, t.shape) for t in tensors)
+    cached = module.__dict__.get("_fusedmoe_weights")
+    if cached is not None and cached[0] == key and all(a is b for a, b in zip(cached[1], tensors)):
+        return cached[2], cached[3]
     activation = _activation(module)
     weights = _convert(module, format)
-    module._fusedmoe_weights = (key, weights, activation)
+    module.__dict__["_fusedmoe_weights"] = (key, tensors, weights, activation)
     return weights, activation
+
+
+def _tensor_attr(module: torch.nn.Module, name: str) -> torch.Tensor | None:
+    """The module's parameter, buffer or tensor attribute ``name`` (None if absent), without
+    nn.Module's slower attribute lookup: this runs at every call of every layer."""
+    for table in (module._parameters, module._buffers, module.__dict__):
+        if name in table:
+            return table[name]
+    return None
 
 
 def _interfaces() -> list:
