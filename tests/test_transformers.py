@@ -251,3 +251,24 @@ def test_what_fusedmoe_does_not_compute_is_named():
         register("fusedmoe_bad", format="int4")
     with pytest.raises(ValueError, match="name"):
         register("")
+
+
+def test_bench_times_each_implementation(tmp_path):
+    # python -m fusedmoe.bench.transformers on a config file: a row per (M, implementation),
+    # each within bf16's rounding of the float64 layer, written as markdown and JSON
+    import json
+
+    from fusedmoe.bench import transformers as bench
+
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(dict(model_type="mixtral", hidden_size=64, intermediate_size=40, num_local_experts=6,
+                                      num_experts_per_tok=2, hidden_act="silu")))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the interpreter's bf16 stand-in warns
+        assert bench.main(["--shape", str(config), "--tokens", "1,5", "--impls", "grouped_mm,fusedmoe",
+                           "--out", str(tmp_path / "out")]) == 0
+    rows = json.loads((tmp_path / "out" / "transformers.json").read_text())["rows"]
+    assert [(r["M"], r["impl"]) for r in rows] == [(1, "grouped_mm"), (1, "fusedmoe"), (5, "grouped_mm"),
+                                                   (5, "fusedmoe")]
+    assert all(r["us"] > 0 and r["rel_l2"] < 1e-2 for r in rows)
+    assert "| fusedmoe speedup |" in (tmp_path / "out" / "transformers.md").read_text()
