@@ -31,19 +31,19 @@ bench_in_turn() {
 same_configs() {
   python -c "import json,sys; c=lambda f: sorted(json.dumps(e['config'], sort_keys=True) for e in json.load(open(f))['entries']); sys.exit(c(sys.argv[1]) != c(sys.argv[2]))" "$1" "$2"
 }
-# tune_and_ab MOVES TOKENS TUNE_TIMEOUT BUDGET_MIN BENCH_TOKENS BENCH_TIMEOUT [FORMATS]: the tuner over
-# MOVES from each PEERS entry at TOKENS in FORMATS (default bf16,fp8_tensor,fp8_block; log R/tune.jsonl),
-# then, if any entry's config moved, the decode bench at BENCH_TOKENS in FORMATS on the start table and
-# the tuned one in turn; the start table is restored
+# tune_and_ab MOVES TOKENS TUNE_TIMEOUT BUDGET_MIN BENCH_TOKENS BENCH_TIMEOUT [FORMATS] [SHAPES]: the tuner
+# over MOVES from each entry of SHAPES (default peers: the PEERS shapes) at TOKENS in FORMATS (default
+# bf16,fp8_tensor,fp8_block; log R/tune.jsonl), then, if any entry's config moved, the decode bench at
+# BENCH_TOKENS in FORMATS on the start table and the tuned one in turn; the start table is restored
 tune_and_ab() {
-  local formats=${7:-bf16,fp8_tensor,fp8_block}
+  local formats=${7:-bf16,fp8_tensor,fp8_block} shapes=${8:-peers}
   cp $T $R/route_direct_start.json
-  timeout $3 python -m fusedmoe tune --shape peers --formats $formats --tokens $2 \
+  timeout $3 python -m fusedmoe tune --shape $shapes --formats $formats --tokens $2 \
     --paths route_direct --moves $1 --force --budget-min $4 --log $R/tune.jsonl > $R/tune.log 2>&1
   step "tune rc $?"
   cp $T $R/route_direct_tuned.json
   if same_configs $R/route_direct_start.json $R/route_direct_tuned.json; then step "no entry moved"; return; fi
-  bench_in_turn "python -m fusedmoe bench --routing softmax --no-check --paths auto --formats $formats --tokens $5 --shape peers --replays 10" \
+  bench_in_turn "python -m fusedmoe bench --routing softmax --no-check --paths auto --formats $formats --tokens $5 --shape $shapes --replays 10" \
     $6 start tuned tuned start
   cp $R/route_direct_start.json $T
 }

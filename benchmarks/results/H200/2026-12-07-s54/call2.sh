@@ -15,15 +15,5 @@ timeout 120 python -m fusedmoe.bench.transformers --shape qwen3_30b_a3b,gpt_oss_
 timeout 90 python -m fusedmoe.bench.transformers --shape qwen3_30b_a3b --tokens 1,8,64,512 --format fp8_block \
   --impls grouped_mm,fusedmoe --out $R/transformers_fp8_block > $R/transformers_fp8_block.log 2>&1
 step "transformers fp8_block rc $?"
-if [ "$DEV" = NVIDIA_H200 ]; then
-  cp $T $R/route_direct_start.json
-  timeout 150 python -m fusedmoe tune --shape gpt_oss_120b_tp4 --formats bf16 --tokens 16 --paths route_direct \
-    --moves down_gluon --force --budget-min 2 --log $R/tune.jsonl > $R/tune.log 2>&1; step "tune rc $?"
-  cp $T $R/route_direct_tuned.json
-  if same_configs $R/route_direct_start.json $R/route_direct_tuned.json; then step "no entry moved"; else
-    bench_in_turn "python -m fusedmoe bench --routing softmax --no-check --paths auto --formats bf16 --tokens 16 --shape gpt_oss_120b_tp4 --replays 10" \
-      40 start tuned tuned start
-  fi
-  cp $R/route_direct_start.json $T
-fi
+[ "$DEV" = NVIDIA_H200 ] && tune_and_ab down_gluon 16 150 2 16 40 bf16 gpt_oss_120b_tp4
 finish
