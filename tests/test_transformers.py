@@ -251,6 +251,8 @@ def test_what_fusedmoe_does_not_compute_is_named():
         register("fusedmoe_bad", format="int4")
     with pytest.raises(ValueError, match="name"):
         register("")
+    with pytest.raises(ValueError, match="path: expected one of"):
+        register("fusedmoe_bad", path="fastest")
 
 
 def test_bench_times_each_implementation(tmp_path):

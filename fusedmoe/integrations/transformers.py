@@ -43,7 +43,8 @@ from __future__ import annotations
 
 import torch
 
-from ..api import fused_moe
+from .._validate import check_choice
+from ..api import PATHS, fused_moe
 from ..weights import FORMATS, ExpertWeights
 
 __all__ = ["expert_weights", "experts_forward", "register"]
@@ -69,6 +70,7 @@ def register(name: str = "fusedmoe", *, format: str | None = None, path: str = "
         raise ValueError(f"name: expected a non-empty string, got {name!r}")
     if format is not None and format not in FORMATS:
         raise ValueError(f"format: expected None or one of {list(FORMATS)}, got {format!r}")
+    check_choice("path", path, ("auto",) + tuple(PATHS))
     interfaces = _interfaces()
 
     def forward(module, hidden_states, top_k_index, top_k_weights):
