@@ -182,6 +182,22 @@ def test_weights_are_kept_until_a_parameter_changes():
     torch.testing.assert_close(experts_forward(module, x, ids, tw), before, rtol=2e-3, atol=1e-4)
 
 
+def test_compiled_model_experts_run_the_op():
+    # torch.compile of the experts module (as a compiled model compiles it): one graph through the
+    # registered implementation, bitwise the eager call
+    module, config = make_experts("gpt_oss", implementation=register())
+    ids, tw = route(module, 3, 2)
+    x = torch.randn(3, config.hidden_size, device=DEVICE).to(ACT_DTYPE)
+    with torch.no_grad():
+        eager = module(x, ids, tw)
+        for warm in (True, False):  # weights converted by an eager call first, or traced
+            if not warm:
+                del module.__dict__["_fusedmoe_weights"]
+                torch._dynamo.reset()
+            compiled = torch.compile(module, backend="aot_eager", fullgraph=True)
+            assert torch.equal(compiled(x, ids, tw), eager)
+
+
 def test_expert_parallel_sentinels_contribute_nothing():
     # Under transformers' expert parallelism ids of experts held elsewhere arrive as ids past the
     # local ones: they add nothing, as -1 ids do

@@ -100,10 +100,16 @@ def experts_forward(module: torch.nn.Module, hidden_states: torch.Tensor, top_k_
 
 def expert_weights(module: torch.nn.Module, format: str | None = None) -> tuple[ExpertWeights, str]:
     """(the module's experts as :class:`ExpertWeights`, fusedmoe's name of their activation),
-    built at the first call and kept on the module until one of its parameters changes."""
+    built at the first call and kept on the module until one of its parameters changes.  While
+    torch.compile traces, the kept weights are taken as they are (their storage cannot be
+    compared there); without any, the conversion is traced into the graph."""
+    cached = module.__dict__.get("_fusedmoe_weights")
+    if torch.compiler.is_compiling():
+        if cached is not None and cached[0][0] == format:
+            return cached[2], cached[3]
+        return _convert(module, format), _activation(module)
     tensors = tuple(_tensor_attr(module, n) for n in _PARAM_NAMES)
     key = (format,) + tuple(None if t is None else (t.data_ptr(), t._version, t.shape) for t in tensors)
-    cached = module.__dict__.get("_fusedmoe_weights")
     if cached is not None and cached[0] == key and all(a is b for a, b in zip(cached[1], tensors)):
         return cached[2], cached[3]
     activation = _activation(module)
