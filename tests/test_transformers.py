@@ -139,6 +139,24 @@ def test_fp8_experts_are_read_as_they_are(block_size):
     assert torch.equal(experts_forward(module, x, ids, tw), fused_moe(x, dense, tw, ids))
 
 
+def test_fp8_experts_with_power_of_two_scales():
+    # scale_fmt "ue8m0" (DeepSeek-V3.1-style checkpoints): E8M0 scales, read as the fp32 powers of two they are
+    config = MixtralConfig(hidden_size=256, intermediate_size=128, num_local_experts=2, num_experts_per_tok=2)
+    module = FP8Experts(config, block_size=(128, 128), scale_fmt="ue8m0").to(DEVICE)
+    with torch.no_grad():
+        for w in (module.gate_up_proj, module.down_proj):
+            w.copy_((torch.randn(w.shape, device=DEVICE) * 100).to(torch.float8_e4m3fn))
+        for s in (module.gate_up_proj_scale_inv, module.down_proj_scale_inv):
+            s.copy_(torch.exp2(torch.randint(-12, -4, s.shape, device=DEVICE).float()).to(s.dtype))
+    weights, _ = expert_weights(module)
+    assert weights.format == "fp8_block" and weights.w13_scale.dtype == torch.float32
+    assert torch.equal(weights.w13_scale, module.gate_up_proj_scale_inv.float())
+    ids, tw = route(module, 2, 2)
+    x = torch.randn(2, 256, device=DEVICE).to(ACT_DTYPE)
+    got = experts_forward(module, x, ids, tw, path="route_direct")  # activations as they are
+    check_close(got, moe_reference(x, weights, tw, ids))
+
+
 def test_fp8_experts_with_a_scale_per_half_are_requantised_to_the_larger():
     # FP8Experts without a block size keeps a scale for gate and one for up; fusedmoe's
     # fp8_tensor has one: the half with the smaller scale is requantised to the larger
