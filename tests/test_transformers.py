@@ -104,8 +104,10 @@ def test_quantising_registration_is_from_dense():
         direct = ExpertWeights.from_dense(w13, w2, "fp8_block", **extra)
         want = fused_moe(x, direct, weights, ids, activation="swiglu_oai" if arch == "gpt_oss" else "silu")
         assert torch.equal(got, want)
-        # and against the model's own experts, within what FP8 weights move a layer
-        check_close(got, eager_float64(module, x, ids, weights), max_rel_l2=0.08, min_cosine=0.99)
+        # and against the model's own experts, within what e4m3 weights move a layer of 4 tokens (randn
+        # weights: median 6%, 9% in 50 draws); a layout error (gate and up swapped, the
+        # interleaving missed) moves it by ~100%
+        check_close(got, eager_float64(module, x, ids, weights), max_rel_l2=0.15, min_cosine=0.98)
 
 
 def fp8_checkpoint(block_size, hidden=256, inter=128, experts=3):
@@ -162,7 +164,7 @@ def test_fp8_experts_with_a_scale_per_half_are_requantised_to_the_larger():
     # fp8_tensor has one: the half with the smaller scale is requantised to the larger
     module, dense = fp8_checkpoint(None)
     with torch.no_grad():
-        module.gate_up_proj_scale_inv[:, 1] *= 0.5
+        module.gate_up_proj_scale_inv[:, 1] *= 0.7
     weights, _ = expert_weights(module)
     assert torch.equal(weights.w13_scale, dense.w13_scale)
     assert torch.equal(weights.w13[:, :128].view(torch.uint8), dense.w13[:, :128].view(torch.uint8))
