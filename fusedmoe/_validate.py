@@ -11,11 +11,18 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 import torch
+from torch._subclasses.fake_tensor import is_fake
 
 FLOAT_ACTIVATION_DTYPES = (torch.bfloat16, torch.float16)
 ID_DTYPES = (torch.int32, torch.int64)
 INT32_MAX = (1 << 31) - 1  # kernels index plans and rows in int32
 INT64_MAX = (1 << 63) - 1  # expert ids are at most int64
+
+
+def values_readable(t: torch.Tensor) -> bool:
+    """Whether a value check may read ``t`` on the host (a sync): not while torch.compile
+    traces, and not for tensors without data (fake, meta)."""
+    return not torch.compiler.is_compiling() and t.device.type != "meta" and not is_fake(t)
 
 
 def _dtype_names(dtypes: Iterable[torch.dtype]) -> str:

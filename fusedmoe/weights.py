@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import torch
 
 from . import quant
-from ._validate import check_choice, check_int, check_tensor
+from ._validate import check_choice, check_int, check_tensor, values_readable
 
 FORMATS = ("bf16", "fp16", "fp8_tensor", "fp8_block", "w4a8")
 FP8_FORMATS = ("fp8_tensor", "fp8_block")  # e4m3 weights
@@ -113,12 +113,12 @@ class ExpertWeights:
         biases = dict(w13_bias=_bias("w13_bias", w13_bias), w2_bias=_bias("w2_bias", w2_bias))
         if format not in _PLAIN_DTYPE:  # a NaN or inf amax would make its scale, and every code it scales, wrong
             for name, w in (("w13", w13), ("w2", w2)):
-                if w.device.type != "meta" and not bool(w.isfinite().all()):
+                if values_readable(w) and not bool(w.isfinite().all()):
                     raise ValueError(f"{name}: expected finite weights to quantise into {format!r}, got NaN or inf")
         if format in _PLAIN_DTYPE:
             dt = _PLAIN_DTYPE[format]
             for name, w in (("w13", w13), ("w2", w2)):
-                if w.device.type != "meta" and w.dtype != dt and _beyond_range(w, dt):
+                if values_readable(w) and w.dtype != dt and _beyond_range(w, dt):
                     raise ValueError(f"{name}: magnitudes up to {w.abs().amax().item():.4g} exceed {format}'s "
                                      f"largest ({torch.finfo(dt).max:.4g}); use bf16 or an FP8 format (scaled)")
             return cls(format, w13.to(dt).contiguous(), w2.to(dt).contiguous(), **biases)
@@ -171,7 +171,7 @@ class ExpertWeights:
             w2 = _fp4_group_rows(w2)
         weights = cls(format, w13, w2, w13_scale, w2_scale, _bias("w13_bias", w13_bias), _bias("w2_bias", w2_bias))
         for name, scale in (("w13_scale", weights.w13_scale), ("w2_scale", weights.w2_scale)):
-            if scale is not None and scale.is_floating_point() and scale.device.type != "meta" \
+            if scale is not None and scale.is_floating_point() and values_readable(scale) \
                     and not bool(scale.isfinite().all()):
                 raise ValueError(f"{name}: expected finite scales, got NaN or inf")
         return weights

@@ -99,6 +99,20 @@ def test_weights_validation(device):
         ExpertWeights.from_quantized("fp8_block", q.w13, q.w2, q.w13_scale / 0, q.w2_scale)
 
 
+def test_weight_value_checks_need_data():
+    # The value checks (finite weights and scales, the plain range) read values on the host; fake
+    # and meta tensors have none (tracing, FakeTensorMode): they are built on shapes alone
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    for mode, device in ((FakeTensorMode(), "cpu"), (torch.no_grad(), "meta")):
+        with mode:
+            w13, w2 = torch.randn(2, 64, 32, device=device), torch.randn(2, 32, 32, device=device)
+            for fmt in ("bf16", "fp8_tensor", "fp8_block", "w4a8"):
+                assert ExpertWeights.from_dense(w13, w2, fmt).format == fmt
+            q = ExpertWeights.from_dense(w13, w2, "fp8_block")
+            assert ExpertWeights.from_quantized("fp8_block", q.w13, q.w2, q.w13_scale, q.w2_scale).format == "fp8_block"
+
+
 def test_weights_constructor_checked(device):
     # ExpertWeights built by its constructor (not from_dense / from_quantized) is checked too:
     # a bad one never reaches a kernel (out-of-bounds reads, a crash, or a silent wrong answer).
