@@ -16,7 +16,7 @@ from transformers.models.mixtral.modeling_mixtral import MixtralExperts  # noqa:
 from transformers.models.qwen3_moe.modeling_qwen3_moe import Qwen3MoeExperts  # noqa: E402
 
 from fusedmoe import ExpertWeights, fused_moe  # noqa: E402
-from fusedmoe.integrations.transformers import expert_weights, experts_forward, register  # noqa: E402
+from fusedmoe.integrations.transformers import _CONVERTED, expert_weights, experts_forward, register  # noqa: E402
 from fusedmoe.reference import cosine, moe_reference, rel_l2  # noqa: E402
 
 # The op against the float64 run of the module's own forward: one fp16/bf16 rounding of x,
@@ -81,7 +81,7 @@ def test_registered_implementation_matches_the_models_experts(arch, tokens):
     x = torch.randn(tokens, config.hidden_size, device=DEVICE).to(ACT_DTYPE)
     with torch.no_grad():
         got = module(x, ids, weights)
-    assert got.dtype == x.dtype and got.shape == x.shape and hasattr(module, "_fusedmoe_weights")  # ours ran
+    assert got.dtype == x.dtype and got.shape == x.shape and module in _CONVERTED  # ours ran
     check_close(got, eager_float64(module, x, ids, weights))
 
 
@@ -190,6 +190,7 @@ def test_weights_are_kept_until_a_parameter_changes():
     module, config = make_experts("mixtral")
     first, _ = expert_weights(module)
     assert expert_weights(module)[0] is first
+    assert copy.deepcopy(module) not in _CONVERTED  # kept beside the module: a copy does not carry it
     assert first.w13.data_ptr() == module.gate_up_proj.data_ptr()  # 16-bit, same layout: wrapped, no copy
     ids, tw = route(module, 2, 2)
     x = torch.randn(2, config.hidden_size, device=DEVICE).to(ACT_DTYPE)
@@ -212,7 +213,7 @@ def test_compiled_model_experts_run_the_op():
         eager = module(x, ids, tw)
         for warm in (True, False):  # weights converted by an eager call first, or traced
             if not warm:
-                del module.__dict__["_fusedmoe_weights"]
+                del _CONVERTED[module]
                 torch._dynamo.reset()
             compiled = torch.compile(module, backend="aot_eager", fullgraph=True)
             assert torch.equal(compiled(x, ids, tw), eager)
@@ -255,7 +256,7 @@ def test_a_whole_model_runs_on_the_registered_implementation():
     with torch.no_grad():
         got, want = model(tokens).logits, exact(tokens).logits
     experts = [m for m in model.modules() if isinstance(m, MixtralExperts)]
-    assert len(experts) == 2 and all(hasattr(m, "_fusedmoe_weights") for m in experts)  # ours ran
+    assert len(experts) == 2 and all(m in _CONVERTED for m in experts)  # ours ran
     check_close(got, want, max_rel_l2=2e-2, min_cosine=0.9995)  # attention and norms in fp16 too
 
 

@@ -30,9 +30,9 @@ What it reads (the attributes ``use_experts_implementation`` sets on every exper
   non-gated expert, a post-expert norm, soft-capped gates, FP4 experts) raises
   ``NotImplementedError`` naming what is missing.
 
-The converted :class:`ExpertWeights` is kept on the module and rebuilt when a parameter is
-replaced or changed in place (its storage, shape or version counter).  It lives beside the
-module's own parameters, so a copy (GPT-OSS's layout, a quantising ``format``) holds the
+The converted :class:`ExpertWeights` is kept for the module (outside it) and rebuilt when a
+parameter is replaced or changed in place (its storage, shape or version counter).  It lives
+beside the module's own parameters, so a copy (GPT-OSS's layout, a quantising ``format``) holds the
 experts twice in memory.  The ids are the model router's and are not range-checked (that would
 be a host sync per layer): an id outside the module's experts contributes nothing, as the ids
 of other ranks' experts under transformers' expert parallelism do.  The op has no backward:
@@ -40,6 +40,8 @@ this is for inference (``torch.no_grad``).
 """
 
 from __future__ import annotations
+
+import weakref
 
 import torch
 
@@ -58,6 +60,10 @@ _FP8_BLOCK = 128
 # The tensors an experts module is converted from (expert_weights rebuilds when one changes).
 _PARAM_NAMES = ("gate_up_proj", "down_proj", "gate_up_proj_bias", "down_proj_bias", "gate_up_proj_scale_inv",
                 "down_proj_scale_inv")
+# module -> (key, its tensors, ExpertWeights, activation).  Beside the module, not in it: a deepcopy,
+# pickle or torch.save of the module does not carry the converted copy.  The entry holds the
+# tensors it was made from, so their storage (and data_ptr, in the key) cannot be reused by others.
+_CONVERTED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def register(name: str = "fusedmoe", *, format: str | None = None, path: str = "auto") -> str:
@@ -100,10 +106,10 @@ def experts_forward(module: torch.nn.Module, hidden_states: torch.Tensor, top_k_
 
 def expert_weights(module: torch.nn.Module, format: str | None = None) -> tuple[ExpertWeights, str]:
     """(the module's experts as :class:`ExpertWeights`, fusedmoe's name of their activation),
-    built at the first call and kept on the module until one of its parameters changes.  While
+    built at the first call and kept for the module until one of its parameters changes.  While
     torch.compile traces, the kept weights are taken as they are (their storage cannot be
     compared there); without any, the conversion is traced into the graph."""
-    cached = module.__dict__.get("_fusedmoe_weights")
+    cached = _CONVERTED.get(module)
     if torch.compiler.is_compiling():
         if cached is not None and cached[0][0] == format:
             return cached[2], cached[3]
@@ -114,7 +120,7 @@ def expert_weights(module: torch.nn.Module, format: str | None = None) -> tuple[
         return cached[2], cached[3]
     activation = _activation(module)
     weights = _convert(module, format)
-    module.__dict__["_fusedmoe_weights"] = (key, tensors, weights, activation)
+    _CONVERTED[module] = (key, tensors, weights, activation)
     return weights, activation
 
 
