@@ -3,7 +3,7 @@
     python -m fusedmoe.bench.transformers [--shape qwen3_30b_a3b] [--tokens 1,8,64,512]
         [--impls grouped_mm,batched_mm,fusedmoe] [--format bf16] [--out DIR]
 
-The shape's local experts become a transformers experts module (``MixtralExperts`` for SiLU-
+The shape's experts (ep 1) become a transformers experts module (``MixtralExperts`` for SiLU-
 or GELU-gated shapes, ``GptOssExperts`` for GPT-OSS's clamped SwiGLU, with biases), random
 bf16 weights, softmax top-k routing over them.  Each implementation is set on the module
 (``config._experts_implementation``) and the module is called as a transformers model calls
@@ -28,7 +28,6 @@ from pathlib import Path
 import torch
 
 from ..reference import moe_reference, rel_l2
-from ..routing import route
 from ..shapes import MoEShape, get_shape
 from . import harness
 
@@ -42,6 +41,8 @@ def experts_module(shape: MoEShape, device: torch.device, seed: int = 0) -> torc
     from transformers.models.gpt_oss.modeling_gpt_oss import GptOssExperts
     from transformers.models.mixtral.modeling_mixtral import MixtralExperts
 
+    if shape.ep != 1:
+        raise ValueError(f"shape: one rank's experts are timed here, expected ep 1, got {shape.ep}")
     facts = dict(hidden_size=shape.hidden_size, intermediate_size=shape.intermediate_size,
                  num_local_experts=shape.num_local_experts, num_experts_per_tok=shape.top_k)
     if shape.activation == "swiglu_oai":
@@ -87,8 +88,7 @@ def run(shape: MoEShape, tokens: list[int], impls: list[str], fmt: str | None, d
             copies = max(1, min(copies, math.floor(fits)))
         modules = [base] + [copy.deepcopy(base) for _ in range(copies - 1)]
         x = (torch.randn(m, shape.hidden_size, generator=gen, device=device) * 0.5).to(torch.bfloat16)
-        logits = torch.randn(m, shape.num_local_experts, generator=gen, device=device)
-        tw, ids = route(logits, shape.top_k, scoring="softmax", renormalize=True)
+        tw, ids = harness.random_routing(shape, m, gen, "softmax")
         ids = ids.long()  # what transformers' routers give (torch.topk)
         ref = _reference(base, x, tw, ids)
         for impl in impls:
