@@ -184,6 +184,10 @@ def test_fp8_blocks_across_gate_and_up_are_refused():
         expert_weights(module)
     with pytest.raises(ValueError, match="format"):
         expert_weights(fp8_checkpoint((128, 128))[0], "fp8_tensor")
+    module = fp8_checkpoint((128, 128))[0]
+    module.is_transposed = True
+    with pytest.raises(NotImplementedError, match="transposed FP8"):
+        expert_weights(module)
 
 
 def test_weights_are_kept_until_a_parameter_changes():

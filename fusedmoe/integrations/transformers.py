@@ -196,6 +196,8 @@ def _convert(module: torch.nn.Module, format: str | None) -> ExpertWeights:
     bias13, bias2 = (None if b is None else b.detach() for b in
                      (getattr(module, "gate_up_proj_bias", None), getattr(module, "down_proj_bias", None)))
     if w13.dtype == torch.float8_e4m3fn:
+        if transposed:  # its scale blocks would be laid out along the other axis
+            raise NotImplementedError(f"{name}: transposed FP8 experts (is_transposed) are not supported")
         weights = _from_fp8(module, w13, w2, bias13, bias2, interleaved)
         if format is not None and format != weights.format:
             raise ValueError(f"format: {name}'s experts are {weights.format} already; pass None or "
