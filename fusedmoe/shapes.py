@@ -205,7 +205,8 @@ def shape_from_hf_config(path_or_dict: str | os.PathLike | Mapping[str, Any], na
     scoring = sec.get("scoring_func") or "softmax"
     renorm = sec.get("norm_topk_prob")
     act = str(sec.get("hidden_act", ""))
-    if "swiglu_limit" in sec:
+    # GPT-OSS's clamped SwiGLU: its config.json has swiglu_limit; some transformers config objects omit it
+    if "swiglu_limit" in sec or sec.get("model_type", cfg.get("model_type")) == "gpt_oss":
         activation = "swiglu_oai"
     elif act in ("gelu_pytorch_tanh", "gelu_new", "gelu_fast"):
         activation = "gelu_tanh"

@@ -138,6 +138,9 @@ def test_gpt_oss_config_marks_its_activation():
            "num_experts_per_tok": 4, "experts_per_token": 4, "swiglu_limit": 7.0}
     s = shape_from_hf_config(cfg)
     assert _facts(s) == (128, 4, 2880, 2880) and s.activation == "swiglu_oai"
+    # transformers 5.17's GptOssConfig has no swiglu_limit: the model type says it
+    no_limit = {k: v for k, v in cfg.items() if k != "swiglu_limit"}
+    assert shape_from_hf_config(no_limit).activation == "swiglu_oai"
 
 
 def test_config_objects_with_to_dict():
