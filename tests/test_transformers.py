@@ -311,7 +311,13 @@ def test_bench_times_each_implementation(tmp_path):
         assert bench.main(["--shape", str(config), "--tokens", "1,5", "--impls", "grouped_mm,fusedmoe",
                            "--out", str(tmp_path / "out")]) == 0
     rows = json.loads((tmp_path / "out" / "transformers.json").read_text())["rows"]
-    assert [(r["M"], r["impl"]) for r in rows] == [(1, "fusedmoe"), (1, "grouped_mm"), (5, "fusedmoe"),
-                                                   (5, "grouped_mm")]
+    assert [(r["M"], r["impl"]) for r in rows] == [(1, "grouped_mm"), (1, "fusedmoe"), (5, "grouped_mm"),
+                                                   (5, "fusedmoe")]
     assert all(r["us"] > 0 and r["rel_l2"] < 1e-2 for r in rows)
+    # the rotated weight copies (GPU) run the implementation set for the row: they share the config
+    base = bench.experts_module(bench.get_shape(str(config)), DEVICE)
+    copies = bench.weight_copies(base, 3)
+    base.config._experts_implementation = "fusedmoe_own"
+    assert all(c.config._experts_implementation == "fusedmoe_own" for c in copies)
+    assert len({c.gate_up_proj.data_ptr() for c in copies}) == 3
     assert "| fusedmoe speedup |" in (tmp_path / "out" / "transformers.md").read_text()

@@ -60,6 +60,15 @@ def experts_module(shape: MoEShape, device: torch.device, seed: int = 0) -> torc
     return module
 
 
+def weight_copies(base: torch.nn.Module, n: int) -> list[torch.nn.Module]:
+    """``base`` and n - 1 copies of it with weights of their own and base's config object, so that
+    the experts implementation set on it is every copy's (a deepcopy would copy the config too)."""
+    modules = [base] + [copy.deepcopy(base) for _ in range(n - 1)]
+    for module in modules[1:]:
+        module.config = base.config
+    return modules
+
+
 def _reference(module: torch.nn.Module, x: torch.Tensor, tw: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
     """The float64 layer of the module's weights (fusedmoe.reference)."""
     from ..integrations.transformers import expert_weights
@@ -86,23 +95,18 @@ def run(shape: MoEShape, tokens: list[int], impls: list[str], fmt: str | None, d
         if device.type == "cuda":
             fits = settings.memory_fraction * torch.cuda.mem_get_info(device)[0] / (expert_bytes * shape.num_local_experts)
             copies = max(1, min(copies, math.floor(fits)))
-        modules = [base] + [copy.deepcopy(base) for _ in range(copies - 1)]
+        modules = weight_copies(base, copies)
         x = (torch.randn(m, shape.hidden_size, generator=gen, device=device) * 0.5).to(torch.bfloat16)
         tw, ids = harness.random_routing(shape, m, gen, "softmax")
         ids = ids.long()  # what transformers' routers give (torch.topk)
         ref = _reference(base, x, tw, ids)
-        # fusedmoe first: a peer whose graph capture fails (a host sync) can leave the next capture
-        # of the same call failing too (H100, transformers 5.17, M=1)
-        for impl in sorted(impls, key=lambda i: i != "fusedmoe"):
-            base.config._experts_implementation = names[impl]  # one config, shared by the copies
+        for impl in impls:
+            base.config._experts_implementation = names[impl]  # the copies' too: one config
             with torch.no_grad():
                 err = rel_l2(base(x, ids, tw), ref)
                 calls = [lambda mod=mod: mod(x, ids, tw) for mod in modules]
                 if device.type == "cuda":
                     us, eager_us, note = harness._time_cuda(calls, settings, True)
-                    if us is None:  # the first captures of a process failed on an H100 (M=1, both orders): once more
-                        us, eager_us, again = harness._time_cuda(calls, settings, True)
-                        note = f"second capture; the first: {note}" if us is not None else again
                 else:
                     us, eager_us, note = None, harness._time_cpu(calls, settings), ""
             rows.append(dict(shape=shape.name, M=m, impl=impl, implementation=names[impl],
