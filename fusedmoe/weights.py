@@ -111,10 +111,6 @@ class ExpertWeights:
             if not w.numel():  # before quantising: an empty expert has no amax
                 raise ValueError(f"{name}: expected no zero-sized dimension, got shape {tuple(w.shape)}")
         biases = dict(w13_bias=_bias("w13_bias", w13_bias), w2_bias=_bias("w2_bias", w2_bias))
-        if format not in _PLAIN_DTYPE:  # a NaN or inf amax would make its scale, and every code it scales, wrong
-            for name, w in (("w13", w13), ("w2", w2)):
-                if values_readable(w) and not bool(w.isfinite().all()):
-                    raise ValueError(f"{name}: expected finite weights to quantise into {format!r}, got NaN or inf")
         if format in _PLAIN_DTYPE:
             dt = _PLAIN_DTYPE[format]
             for name, w in (("w13", w13), ("w2", w2)):
@@ -122,6 +118,9 @@ class ExpertWeights:
                     raise ValueError(f"{name}: magnitudes up to {w.abs().amax().item():.4g} exceed {format}'s "
                                      f"largest ({torch.finfo(dt).max:.4g}); use bf16 or an FP8 format (scaled)")
             return cls(format, w13.to(dt).contiguous(), w2.to(dt).contiguous(), **biases)
+        for name, w in (("w13", w13), ("w2", w2)):  # a NaN or inf amax: a scale that ruins every code it scales
+            if values_readable(w) and not bool(w.isfinite().all()):
+                raise ValueError(f"{name}: expected finite weights to quantise into {format!r}, got NaN or inf")
         if format == "w4a8":
             for name, w in (("w13", w13), ("w2", w2)):
                 if w.shape[2] % 2:
