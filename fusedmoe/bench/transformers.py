@@ -85,15 +85,15 @@ def run(shape: MoEShape, tokens: list[int], impls: list[str], fmt: str | None, d
     names = {impl: (register(f"fusedmoe_{fmt or 'own'}", format=fmt) if impl == "fusedmoe" else impl)
              for impl in impls}
     base = experts_module(shape, device, settings.seed)
-    expert_bytes = sum(p.numel() * p.element_size() for p in base.parameters()) / shape.num_local_experts
+    module_bytes = sum(p.numel() * p.element_size() for p in base.parameters())
     gen = torch.Generator(device=device).manual_seed(settings.seed + 1)
     rows = []
     for m in tokens:
-        active = harness.expected_active_experts(shape, m) * expert_bytes
+        active = harness.expected_active_experts(shape, m) * module_bytes / shape.num_local_experts
         copies = min(harness.copies_needed(active, harness.STREAM_BYTES), settings.max_copies) \
             if device.type == "cuda" else 1
         if device.type == "cuda":
-            fits = settings.memory_fraction * torch.cuda.mem_get_info(device)[0] / (expert_bytes * shape.num_local_experts)
+            fits = settings.memory_fraction * torch.cuda.mem_get_info(device)[0] / module_bytes
             copies = max(1, min(copies, math.floor(fits)))
         modules = weight_copies(base, copies)
         x = (torch.randn(m, shape.hidden_size, generator=gen, device=device) * 0.5).to(torch.bfloat16)

@@ -47,6 +47,7 @@ import torch
 
 from .._validate import check_choice
 from ..api import PATHS, fused_moe
+from ..reference import OAI_ALPHA, OAI_LIMIT
 from ..weights import FORMATS, ExpertWeights
 
 __all__ = ["expert_weights", "experts_forward", "register"]
@@ -55,7 +56,6 @@ __all__ = ["expert_weights", "experts_forward", "register"]
 # gate activation of fusedmoe that computes the same function.
 _SILU = {"SiLU", "SiLUActivation"}
 _GELU_TANH = {"GELUTanh", "PytorchGELUTanh", "NewGELUActivation", "FastGELUActivation"}
-_OAI_ALPHA, _OAI_LIMIT = 1.702, 7.0  # fusedmoe's "swiglu_oai" (reference.OAI_ALPHA, OAI_LIMIT)
 _FP8_BLOCK = 128
 # The tensors an experts module is converted from (expert_weights rebuilds when one changes).
 _PARAM_NAMES = ("gate_up_proj", "down_proj", "gate_up_proj_bias", "down_proj_bias", "gate_up_proj_scale_inv",
@@ -164,9 +164,9 @@ def _activation(module: torch.nn.Module) -> str:
         alpha = getattr(module, "swiglu_alpha", None)  # FP8Experts' name
     limit = getattr(module, "limit", None)
     if alpha is not None:  # GPT-OSS's clamped SwiGLU
-        if abs(float(alpha) - _OAI_ALPHA) > 1e-6 or limit is None or abs(float(limit) - _OAI_LIMIT) > 1e-6:
-            raise NotImplementedError(f"{name}: the clamped SwiGLU runs with alpha {_OAI_ALPHA} and limit "
-                                      f"{_OAI_LIMIT}, got alpha {alpha} and limit {limit}")
+        if abs(float(alpha) - OAI_ALPHA) > 1e-6 or limit is None or abs(float(limit) - OAI_LIMIT) > 1e-6:
+            raise NotImplementedError(f"{name}: the clamped SwiGLU runs with alpha {OAI_ALPHA} and limit "
+                                      f"{OAI_LIMIT}, got alpha {alpha} and limit {limit}")
         return "swiglu_oai"
     if limit is not None:
         raise NotImplementedError(f"{name}: clamped gates (limit {limit}) without swiglu_alpha are not supported")
